@@ -1,0 +1,62 @@
+"""ferroq: reliable, language-agnostic message queues on Redis.
+
+>>> import ferroq
+>>> client = ferroq.Client()                 # FERROQ_URL, RFQ_REDIS_HOST/PORT, or an embedded redis-server
+>>> topic = client.topic('jobs')
+>>> topic.publish({'tile': 'T32UNE'})        # doctest: +SKIP
+>>> [msg] = topic.claim(count=1, lease=30)   # doctest: +SKIP
+>>> topic.commit([msg])                      # doctest: +SKIP
+
+``ferroq.Client`` / ``ferroq.AsyncClient`` are the native (Rust) clients; ``ferroq.pure`` has a
+pure-Python client with the same API, errors, keys and scripts.
+"""
+
+from __future__ import annotations
+
+from ferroq._ferroq import AsyncClient, AsyncTopic, Client, Topic, __version__
+from ferroq.exceptions import (
+    BatchError,
+    CommandTimeout,
+    ConnectionFailed,
+    FerroqError,
+    InvalidArgument,
+    InvalidMessage,
+    InvalidName,
+    LeaseLost,
+    MessageTooLarge,
+    OutOfMemory,
+    PermissionDenied,
+    ProtocolError,
+    QueueExists,
+    QueueNotFound,
+    ServerError,
+    ServerUnavailable,
+)
+from ferroq.types import InspectEntry, Message, TopicStats
+
+__all__ = [
+    'AsyncClient',
+    'AsyncTopic',
+    'BatchError',
+    'Client',
+    'CommandTimeout',
+    'ConnectionFailed',
+    'FerroqError',
+    'InspectEntry',
+    'InvalidArgument',
+    'InvalidMessage',
+    'InvalidName',
+    'LeaseLost',
+    'Message',
+    'MessageTooLarge',
+    'OutOfMemory',
+    'PermissionDenied',
+    'ProtocolError',
+    'QueueExists',
+    'QueueNotFound',
+    'ServerError',
+    'ServerUnavailable',
+    'Topic',
+    'TopicStats',
+    '__version__',
+]

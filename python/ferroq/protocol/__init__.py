@@ -1,0 +1,37 @@
+"""The wire protocols: key layout (:mod:`ferroq.protocol.keys`) and the Lua scripts.
+
+Every script lives once, as ``lua/<protocol>/<op>-<numkeys>.lua`` (``n`` in the key count means "one
+more key per item"). The Rust core embeds the same files with ``include_str!``; the pure client loads
+them from here. ``script_hashes()`` must equal ``ferroq._ferroq.script_hashes()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from importlib import resources
+
+__all__ = ['script_hashes', 'script_names', 'script_source']
+
+
+@cache
+def script_names() -> tuple[str, ...]:
+    """Every script as ``<protocol>/<file name without .lua>``, sorted."""
+    root = resources.files(__package__) / 'lua'
+    names = []
+    for proto in root.iterdir():
+        if proto.is_dir():
+            names.extend(f'{proto.name}/{f.name[:-4]}' for f in proto.iterdir() if f.name.endswith('.lua'))
+    return tuple(sorted(names))
+
+
+@cache
+def script_source(name: str) -> str:
+    """The source of one script, by ``<protocol>/<op>-<numkeys>`` name."""
+    proto, op = name.split('/')
+    return (resources.files(__package__) / 'lua' / proto / f'{op}.lua').read_text(encoding='utf-8')
+
+
+def script_hashes() -> dict[str, str]:
+    """SHA1 (as used by EVALSHA) of every script, by name."""
+    return {name: hashlib.sha1(script_source(name).encode()).hexdigest() for name in script_names()}

@@ -1,0 +1,46 @@
+"""Key layout of every protocol: the only place Python builds Redis key names.
+
+``src/protocol/keys.rs`` is the Rust twin; ``tests/unit/test_parity.py`` checks that both agree.
+"""
+
+from __future__ import annotations
+
+RFQ_PREFIX = 'rfq:'
+
+#: Names a topic may have: rfq's recommended ``[a-z0-9]+`` and a little more, never ``:``, glob or brace.
+TOPIC_NAME_PATTERN = r'[A-Za-z0-9_.-]{1,128}'
+
+
+def rfq_backlog(topic: str) -> str:
+    """LIST of waiting ids; producers push at the head, consumers take from the tail."""
+    return f'{RFQ_PREFIX}{topic}:backlog'
+
+
+def rfq_nextlog(topic: str) -> str:
+    """LIST of claimed (in-flight) ids; the newest claim at the head."""
+    return f'{RFQ_PREFIX}{topic}:nextlog'
+
+
+def rfq_message_prefix(topic: str) -> str:
+    """Prefix of the message HASH keys; the key of a message is this plus its id."""
+    return f'{RFQ_PREFIX}{topic}:message:'
+
+
+def rfq_message(topic: str, msg_id: str) -> str:
+    """HASH holding one message as a flat map of string fields."""
+    return f'{RFQ_PREFIX}{topic}:message:{msg_id}'
+
+
+def rfq_leases(topic: str) -> str:
+    """ferroq side key, a ZSET: id -> lease deadline in epoch ms (Redis TIME). rfq clients ignore it."""
+    return f'{RFQ_PREFIX}{topic}:leases'
+
+
+def rfq_deliveries(topic: str) -> str:
+    """ferroq side key, a HASH: ``<id>`` -> delivery count, ``<id>:at`` -> last claim time in epoch ms."""
+    return f'{RFQ_PREFIX}{topic}:deliveries'
+
+
+def rfq_topic_keys(topic: str) -> list[str]:
+    """The four per-topic keys every topic script takes first: backlog, nextlog, leases, deliveries."""
+    return [rfq_backlog(topic), rfq_nextlog(topic), rfq_leases(topic), rfq_deliveries(topic)]

@@ -1,0 +1,55 @@
+--[[ rfq claim: lease up to COUNT messages from one or more topics, in priority order.
+
+Input:
+  KEYS[4i-3..4i]  for topic i (1-based, highest priority first):
+                  rfq:<t>:backlog, rfq:<t>:nextlog, rfq:<t>:leases, rfq:<t>:deliveries
+  ARGV[1]         count: the most messages to return, over all topics
+  ARGV[2]         lease in milliseconds
+  ARGV[3]         an id that the caller already moved from topic 1's backlog to the head of its
+                  nextlog with BLMOVE (a blocking claim), or '' for none; it is leased first
+  ARGV[4..]       rfq:<t>:message: (the message key prefix) for each topic, in KEYS order
+
+Output: { now_ms, { {topic_index, id, deliveries, {f1, v1, ...}}, ... } }, oldest first per topic.
+
+Each claimed id moves from the backlog's tail to the nextlog's head (what rfq's BRPOPLPUSH does),
+gets a lease deadline of now + lease (Redis TIME) in the leases ZSET, and its delivery count in the
+deliveries HASH goes up by one; the count is the fencing token of this claim. An id whose message
+hash is gone is dropped from the nextlog rather than returned empty.
+]]
+local count = tonumber(ARGV[1])
+local lease_ms = tonumber(ARGV[2])
+local moved = ARGV[3]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+
+local function lease(ti, id)
+  local k = 4 * ti - 3
+  local nextlog, leases, deliveries = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local body = redis.call('HGETALL', ARGV[3 + ti] .. id)
+  if #body == 0 then
+    redis.call('LREM', nextlog, 1, id)
+    redis.call('ZREM', leases, id)
+    redis.call('HDEL', deliveries, id, id .. ':at')
+    return
+  end
+  local d = redis.call('HINCRBY', deliveries, id, 1)
+  redis.call('HSET', deliveries, id .. ':at', now)
+  redis.call('ZADD', leases, now + lease_ms, id)
+  out[#out + 1] = { ti, id, d, body }
+end
+
+if moved ~= '' and redis.call('LPOS', KEYS[2], moved) then
+  lease(1, moved)
+end
+for ti = 1, #KEYS / 4 do
+  local k = 4 * ti - 3
+  while #out < count do
+    local id = redis.call('LMOVE', KEYS[k], KEYS[k + 1], 'RIGHT', 'LEFT')
+    if not id then
+      break
+    end
+    lease(ti, id)
+  end
+end
+return { now, out }

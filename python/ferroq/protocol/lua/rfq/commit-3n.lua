@@ -1,0 +1,41 @@
+--[[ rfq commit: delete messages whose claim is still held, fenced by the delivery count.
+
+Input:
+  KEYS[1]        rfq:<topic>:nextlog
+  KEYS[2]        rfq:<topic>:leases
+  KEYS[3]        rfq:<topic>:deliveries
+  KEYS[4..n+3]   rfq:<topic>:message:<id> for each message
+  ARGV[1..2n]    per message, in the order of KEYS[4..]: <id>, <token>
+
+Output: the ids committed, in input order.
+
+token is the delivery count returned by the claim. A message is committed only while it is leased
+and its delivery count still equals the token: after the lease expired and the message was requeued
+or claimed again, the old holder's commit is refused and the new claim is untouched.
+An empty token commits without fencing (a bare id): whatever holds the id, ferroq or a plain rfq
+consumer. LREM counts from the tail, where the oldest claims sit, so it stops early; the backlog is
+never scanned.
+]]
+local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
+local out = {}
+for i = 4, #KEYS do
+  local id = ARGV[2 * (i - 4) + 1]
+  local token = ARGV[2 * (i - 4) + 2]
+  local leased = redis.call('ZSCORE', leases, id)
+  local ok
+  if token == '' then
+    ok = redis.call('LREM', nextlog, -1, id) > 0 or leased
+  else
+    ok = leased and redis.call('HGET', deliveries, id) == token
+    if ok then
+      redis.call('LREM', nextlog, -1, id)
+    end
+  end
+  if ok then
+    redis.call('DEL', KEYS[i])
+    redis.call('ZREM', leases, id)
+    redis.call('HDEL', deliveries, id, id .. ':at')
+    out[#out + 1] = id
+  end
+end
+return out

@@ -1,0 +1,23 @@
+--[[ rfq extend: renew the leases of messages still held, fenced like commit.
+
+Input:
+  KEYS[1]      rfq:<topic>:leases
+  KEYS[2]      rfq:<topic>:deliveries
+  ARGV[1]      the new lease in milliseconds, counted from now (Redis TIME)
+  ARGV[2..]    pairs <id>, <token>; an empty token extends without fencing
+
+Output: the ids whose lease was renewed, in input order.
+]]
+local leases, deliveries = KEYS[1], KEYS[2]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = now + tonumber(ARGV[1])
+local out = {}
+for a = 2, #ARGV, 2 do
+  local id, token = ARGV[a], ARGV[a + 1]
+  if redis.call('ZSCORE', leases, id) and (token == '' or redis.call('HGET', deliveries, id) == token) then
+    redis.call('ZADD', leases, 'XX', deadline, id)
+    out[#out + 1] = id
+  end
+end
+return out

@@ -1,0 +1,24 @@
+--[[ rfq stats: queue lengths, leases and the ids at the consume end, read in one step.
+
+Input:
+  KEYS[1]   rfq:<topic>:backlog
+  KEYS[2]   rfq:<topic>:nextlog
+  KEYS[3]   rfq:<topic>:leases
+  KEYS[4]   rfq:<topic>:deliveries (unused; declared so every side key of the topic is named)
+
+Output: { now_ms, backlog length, nextlog length, leases, expired leases,
+          oldest backlog id|false, oldest nextlog id|false }
+The callers derive the oldest message's age from the publish time inside those ids.
+]]
+local backlog, nextlog, leases = KEYS[1], KEYS[2], KEYS[3]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {
+  now,
+  redis.call('LLEN', backlog),
+  redis.call('LLEN', nextlog),
+  redis.call('ZCARD', leases),
+  redis.call('ZCOUNT', leases, '-inf', now),
+  redis.call('LINDEX', backlog, -1),
+  redis.call('LINDEX', nextlog, -1),
+}
