@@ -10,6 +10,8 @@ from typing import Literal, final
 
 from ferroq.types import InspectEntry, Message, TopicStats
 
+__all__ = ['AsyncClient', 'AsyncTopic', 'Client', 'Topic', '__version__', 'new_message_id', 'rfq_keys', 'script_hashes']
+
 __version__: str
 
 def script_hashes() -> dict[str, str]:

@@ -37,7 +37,7 @@ class Message:
 
     __slots__ = ('deliveries', 'fields', 'id', 'topic')
 
-    def __init__(self, id: str, topic: str, fields: dict[str, str], deliveries: int) -> None:  # noqa: A002
+    def __init__(self, id: str, topic: str, fields: dict[str, str], deliveries: int) -> None:
         self.id = id
         self.topic = topic
         self.fields = fields

@@ -18,7 +18,7 @@ __all__ = ['script_hashes', 'script_names', 'script_source']
 def script_names() -> tuple[str, ...]:
     """Every script as ``<protocol>/<file name without .lua>``, sorted."""
     root = resources.files(__package__) / 'lua'
-    names = []
+    names: list[str] = []
     for proto in root.iterdir():
         if proto.is_dir():
             names.extend(f'{proto.name}/{f.name[:-4]}' for f in proto.iterdir() if f.name.endswith('.lua'))

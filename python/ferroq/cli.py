@@ -1,0 +1,389 @@
+"""The ``ferroq`` command: publish, claim, inspect and administer rfq topics, and run the embedded server.
+
+Uses the native client (``ferroq.Client``) unless ``--pure`` is given. Exit status: 0 on success,
+2 for invalid input, 1 for any other error, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable, Union
+
+from ferroq import server
+from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
+from ferroq.types import TopicStats
+
+__all__ = ['main']
+
+_PROG = 'ferroq'
+_GLOBAL_WITH_VALUE = ('--url',)
+_GLOBAL_FLAGS = ('--json', '--pure')
+
+
+class _NotFound(FerroqError):
+    """A CLI-level lookup found nothing (exit status 1)."""
+
+
+if TYPE_CHECKING:
+    import ferroq
+    import ferroq.pure
+
+    _AnyClient = Union[ferroq.Client, ferroq.pure.Client]
+    _AnyTopic = Union[ferroq.Topic, ferroq.pure.Topic]
+
+
+def _client(args: argparse.Namespace) -> _AnyClient:
+    if args.pure:
+        from ferroq.pure import Client as PureClient
+
+        return PureClient(args.url)
+    from ferroq import Client
+
+    return Client(args.url)
+
+
+def _topic(args: argparse.Namespace, client: _AnyClient) -> _AnyTopic:
+    return client.topic(args.topic)
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _lines(args: argparse.Namespace, items: Sequence[str]) -> None:
+    """A list of ids: one per line, or a JSON array."""
+    if args.json:
+        _print_json(list(items))
+    else:
+        for item in items:
+            print(item)
+
+
+def _table(rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print('  '.join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+# --- message input -------------------------------------------------------------------------------
+
+
+def _message(text: str, where: str) -> dict[str, str]:
+    """A message from a JSON object; numbers and booleans become their JSON text, as rfq's CLI stored them."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f'{where}: invalid JSON: {exc}') from None
+    if not isinstance(value, dict):
+        raise InvalidArgument(f'{where}: a message must be a JSON object, got {type(value).__name__}')
+    fields = {}
+    for key, item in value.items():
+        if isinstance(item, str):
+            fields[key] = item
+        elif isinstance(item, (bool, int, float)):
+            fields[key] = json.dumps(item)
+        else:
+            raise InvalidArgument(f'{where}: field {key!r} must be a string or a number, got {json.dumps(item)}')
+    return fields
+
+
+# --- verbs ---------------------------------------------------------------------------------------
+
+
+def _cmd_topics(args: argparse.Namespace, client: _AnyClient) -> int:
+    _lines(args, client.topics())
+    return 0
+
+
+def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
+    topic = _topic(args, client)
+    if not args.stdin:
+        _lines(args, [topic.publish(_message(args.message, '--message'), front=args.front)])
+        return 0
+    messages, lines = [], []
+    for number, line in enumerate(sys.stdin, 1):
+        if line.strip():
+            messages.append(_message(line, f'line {number}'))
+            lines.append(number)
+    try:
+        ids = topic.publish_batch(messages, front=args.front)
+    except BatchError as exc:
+        details = '; '.join(f'line {lines[i]}: {error}' for i, error in exc.errors[:10])
+        raise BatchError(f'{exc} ({details})', exc.errors) from None
+    _lines(args, ids)
+    return 0
+
+
+def _cmd_claim(args: argparse.Namespace, client: _AnyClient) -> int:
+    for msg in _topic(args, client).claim(args.count, block=args.block, lease=args.lease):
+        _print_json({'id': msg.id, 'topic': msg.topic, 'fields': msg.fields, 'deliveries': msg.deliveries})
+    return 0
+
+
+def _report(args: argparse.Namespace, done: list[str], verb: str) -> int:
+    _lines(args, done)
+    missed = len(args.ids) - len(done)
+    if missed:
+        print(
+            f'{_PROG}: {missed} of {len(args.ids)} ids were not {verb} (not claimed, or claimed again)', file=sys.stderr
+        )
+    return 0
+
+
+def _cmd_commit(args: argparse.Namespace, client: _AnyClient) -> int:
+    return _report(args, _topic(args, client).commit(args.ids), 'committed')
+
+
+def _cmd_release(args: argparse.Namespace, client: _AnyClient) -> int:
+    return _report(args, _topic(args, client).release(args.ids), 'released')
+
+
+def _cmd_extend(args: argparse.Namespace, client: _AnyClient) -> int:
+    return _report(args, _topic(args, client).extend(args.ids, lease=args.lease), 'extended')
+
+
+def _cmd_harvest(args: argparse.Namespace, client: _AnyClient) -> int:
+    if args.all and not args.yes:
+        raise InvalidArgument('harvest --all requeues messages that consumers may still be processing; add --yes')
+    _lines(args, _topic(args, client).harvest(all=args.all, lease=args.lease))
+    return 0
+
+
+def _cmd_peek(args: argparse.Namespace, client: _AnyClient) -> int:
+    fields = _topic(args, client).peek(args.id)
+    if fields is None:
+        raise _NotFound(f'message {args.id!r} not found in topic {args.topic!r}')
+    _print_json(fields)
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace, client: _AnyClient) -> int:
+    entries = _topic(args, client).inspect(args.queue, start=args.start, count=args.count)
+    records = [
+        {
+            'id': e.id,
+            'fields': e.fields,
+            'deliveries': e.deliveries,
+            'claimed_at': _time(e.claimed_at),
+            'lease_deadline': _time(e.lease_deadline),
+            'published': _time(e.published),
+        }
+        for e in entries
+    ]
+    if args.json:
+        _print_json(records)
+    elif records:
+        rows = [['ID', 'DELIVERIES', 'PUBLISHED', 'CLAIMED_AT', 'LEASE_DEADLINE', 'FIELDS']]
+        for r in records:
+            cells = [r['id'], r['deliveries'], r['published'], r['claimed_at'], r['lease_deadline']]
+            fields = json.dumps(r['fields'], ensure_ascii=False) if r['fields'] is not None else '(missing)'
+            rows.append(['-' if c is None else str(c) for c in cells] + [fields])
+        _table(rows)
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace, client: _AnyClient) -> int:
+    names = [args.topic] if args.topic else client.topics()
+    stats = [client.topic(name).stats() for name in names]
+    if args.json:
+        _print_json([_stats_dict(s) for s in stats])
+        return 0
+    rows = [['TOPIC', 'BACKLOG', 'NEXTLOG', 'LEASED', 'EXPIRED', 'OLDEST_AGE']]
+    for s in stats:
+        age = '-' if s.oldest_age is None else f'{s.oldest_age:.1f}s'
+        rows.append([s.topic, str(s.backlog), str(s.nextlog), str(s.leased), str(s.expired), age])
+    _table(rows)
+    return 0
+
+
+def _stats_dict(s: TopicStats) -> dict[str, object]:
+    return {
+        'topic': s.topic,
+        'backlog': s.backlog,
+        'nextlog': s.nextlog,
+        'leased': s.leased,
+        'expired': s.expired,
+        'oldest_age': s.oldest_age,
+    }
+
+
+def _cmd_purge(args: argparse.Namespace, client: _AnyClient) -> int:
+    if not args.yes:
+        raise InvalidArgument(f'purge deletes every message of the {args.queue} of {args.topic!r}; add --yes')
+    n = _topic(args, client).purge(args.queue)
+    if args.json:
+        _print_json({'topic': args.topic, 'queue': args.queue, 'purged': n})
+    else:
+        print(f'purged {n} messages from the {args.queue} of {args.topic}')
+    return 0
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    if args.action == 'start':
+        print(server.ensure_embedded())
+    elif args.action == 'stop':
+        stopped = server.stop_embedded()
+        if args.json:
+            _print_json({'stopped': stopped})
+        else:
+            print('stopped' if stopped else 'not running')
+    elif args.action == 'status':
+        status = server.embedded_status()
+        if args.json:
+            _print_json(status)
+        else:
+            for key, value in status.items():
+                print(f'{key}: {"-" if value is None else value}')
+    else:
+        print(server.redact_url(server.resolve_url(args.url)))
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------------------
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    # Global options are accepted before or after the verb; SUPPRESS keeps a verb's copy from resetting them.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument('--url', default=argparse.SUPPRESS, help='redis://, rediss:// or unix:// URL (default: '
+                        'FERROQ_URL, then RFQ_REDIS_HOST/PORT, then the embedded server)')  # fmt: skip
+    common.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='machine-readable output')
+    common.add_argument('--pure', action='store_true', default=argparse.SUPPRESS, help='use the pure-Python client')
+    parser = argparse.ArgumentParser(prog=_PROG, description='Reliable message queues on Redis.', parents=[common])
+    verbs = parser.add_subparsers(dest='verb', metavar='COMMAND')
+
+    def verb(name: str, func: Callable[..., int], help: str, topic: bool = True) -> argparse.ArgumentParser:
+        p = verbs.add_parser(name, help=help, description=help, parents=[common])
+        p.set_defaults(func=func)
+        if topic:
+            p.add_argument('-t', '--topic', required=True, help='topic name')
+        return p
+
+    verb('topics', _cmd_topics, 'list the topics', topic=False)
+
+    p = verb('publish', _cmd_publish, 'publish messages')
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument('-m', '--message', help='the message, a JSON object of string (or number) fields')
+    source.add_argument('--stdin', action='store_true', help='read one JSON object per line from standard input')
+    p.add_argument('-f', '--front', action='store_true', help='put the messages before everything waiting')
+
+    p = verb('claim', _cmd_claim, 'claim messages (one JSON object per message)')
+    p.add_argument('-n', '--count', type=int, default=1, help='most messages to claim (default 1)')
+    p.add_argument('--block', type=_number, default=None, help='seconds to wait for a message (default: none)')
+    p.add_argument('--lease', type=_number, default=30.0, help='lease in seconds (default 30)')
+
+    for name, func, text in (
+        ('commit', _cmd_commit, 'delete processed messages'),
+        ('release', _cmd_release, 'give claimed messages back to the front of the backlog'),
+        ('extend', _cmd_extend, 'renew the lease of claimed messages'),
+    ):
+        p = verb(name, func, text)
+        if name == 'extend':
+            p.add_argument('--lease', type=_number, default=30.0, help='new lease in seconds (default 30)')
+        p.add_argument('ids', nargs='+', metavar='ID', help='message id')
+
+    p = verb('harvest', _cmd_harvest, 'requeue claims whose lease expired')
+    p.add_argument('--all', action='store_true', help="requeue every claim (rfq's blind harvest; needs --yes)")
+    p.add_argument('--yes', action='store_true', help='confirm --all')
+    p.add_argument('--lease', type=_number, default=30.0, help='lease given to claims that have none (default 30)')
+
+    p = verb('peek', _cmd_peek, 'show the fields of a message')
+    p.add_argument('id', metavar='ID', help='message id')
+
+    p = verb('inspect', _cmd_inspect, 'list the backlog or nextlog in consumption order')
+    p.add_argument('-q', '--queue', choices=('backlog', 'nextlog'), default='backlog')
+    p.add_argument('--start', type=int, default=0, help='entries to skip (default 0)')
+    p.add_argument('-n', '--count', type=int, default=100, help='entries to show (default 100)')
+
+    p = verb('stats', _cmd_stats, 'queue lengths, leases and the oldest message age', topic=False)
+    p.add_argument('-t', '--topic', help='one topic (default: all)')
+
+    p = verb('purge', _cmd_purge, 'delete every message of a backlog or nextlog')
+    p.add_argument('-q', '--queue', choices=('backlog', 'nextlog'), default='backlog')
+    p.add_argument('--yes', action='store_true', help='confirm')
+
+    p = verb('server', _cmd_server, 'manage the embedded redis-server', topic=False)
+    p.add_argument('action', choices=('start', 'stop', 'status', 'url'))
+
+    verbs.add_parser('bench', help='run the load generator (see ferroq bench --help)', add_help=False)
+    return parser
+
+
+def _bench_args(argv: list[str]) -> list[str] | None:
+    """The arguments after ``bench`` if it is the verb (they go to ferroq.bench untouched), else None."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _GLOBAL_WITH_VALUE:
+            i += 2
+        elif arg in _GLOBAL_FLAGS or arg.startswith(tuple(f'{o}=' for o in _GLOBAL_WITH_VALUE)):
+            i += 1
+        else:
+            return argv[i + 1 :] if arg == 'bench' else None
+    return None
+
+
+def _run(argv: list[str]) -> int:
+    bench_args = _bench_args(argv)
+    if bench_args is not None:
+        try:
+            bench = importlib.import_module('ferroq.bench')  # lazily: only this verb needs it
+        except ModuleNotFoundError as exc:
+            raise FerroqError(f'the bench command is not available: {exc}') from None
+
+        head = argv[: len(argv) - len(bench_args) - 1]
+        url = [head[i + 1] for i, a in enumerate(head[:-1]) if a == '--url']
+        url += [a.split('=', 1)[1] for a in head if a.startswith('--url=')]
+        result: int | None = bench.main((['--url', url[-1]] if url else []) + bench_args)
+        return result or 0
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed usage or help
+        return exc.code if isinstance(exc.code, int) else 0
+    for name, default in (('url', None), ('json', False), ('pure', False)):
+        if not hasattr(args, name):  # not given before nor after the verb
+            setattr(args, name, default)
+    if args.verb is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if args.verb == 'server':
+        return _cmd_server(args)
+    client = _client(args)
+    try:
+        code: int = args.func(args, client)
+        return code
+    finally:
+        client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except FerroqError as exc:
+        print(f'{_PROG}: error: {exc}', file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1

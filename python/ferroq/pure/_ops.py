@@ -1,0 +1,806 @@
+"""The logic shared by both pure clients: validation, requests, reply decoding and error mapping.
+
+Every operation is written once, as a generator that *yields requests* and receives their replies
+(the "sans-I/O" style): :class:`ferroq.pure.Client` runs it with blocking redis-py calls and
+:class:`ferroq.pure.AsyncClient` with redis.asyncio. A client executes a request and sends back its
+reply, or the redis-py exception it raised (never raising it itself), so the retry policy lives here too:
+
+- NOSCRIPT: ``SCRIPT LOAD`` and run again the commands that were refused;
+- LOADING: wait (up to 10 s) and run them again, then ConnectionFailed;
+- a dropped connection: run the whole request once more, only for insert-if-absent or fenced writes
+  (publish, commit, extend);
+- anything else: :func:`map_error` turns it into a :mod:`ferroq.exceptions` class.
+
+Arguments are validated before the first request is yielded, so bad input never reaches Redis.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import time
+import uuid
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, TypeVar, Union
+
+from redis import exceptions as rex
+
+from ferroq import protocol, server
+from ferroq.exceptions import (
+    BatchError,
+    CommandTimeout,
+    ConnectionFailed,
+    FerroqError,
+    InvalidArgument,
+    InvalidMessage,
+    InvalidName,
+    MessageTooLarge,
+    OutOfMemory,
+    PermissionDenied,
+    ProtocolError,
+    ServerError,
+)
+from ferroq.protocol import keys
+from ferroq.types import InspectEntry, Message, TopicStats, published_at
+
+T = TypeVar('T')
+
+MAX_COUNT = 10_000
+MAX_SECONDS = 604_800.0  # 7 days: the longest lease or block
+MAX_ID_LENGTH = 128
+#: Messages per harvest or purge script call, so Redis is never blocked for long.
+STEP = 1000
+LOADING_WAIT = 10.0
+CLOSED = 'client is closed'
+
+_TOPIC_RE = re.compile(keys.TOPIC_NAME_PATTERN)
+_ID_RE = re.compile(rf'\S{{1,{MAX_ID_LENGTH}}}')
+_SCHEMES = ('redis://', 'rediss://', 'unix://')
+_SHA = protocol.script_hashes()
+_SCRIPT_BY_SHA = {sha: name for name, sha in _SHA.items()}
+
+
+# --- requests: what a client executes ------------------------------------------------------------
+
+
+class Call(NamedTuple):
+    """One command. Reply: its result, or the exception redis-py raised."""
+
+    args: tuple[str, ...]
+
+
+class Pipe(NamedTuple):
+    """Commands in one round trip (a redis-py pipeline with ``transaction=False``).
+
+    Reply: the list of results, each a value or an exception; or one exception when the connection failed.
+    """
+
+    commands: list[tuple[str, ...]]
+
+
+class Block(NamedTuple):
+    """A blocking command on a dedicated connection, waiting up to ``timeout`` seconds for the reply."""
+
+    args: tuple[str, ...]
+    timeout: float
+
+
+class Sleep(NamedTuple):
+    """Wait, without blocking other tasks in the async client. Reply: None."""
+
+    seconds: float
+
+
+Request = Union[Call, Pipe, Block, Sleep]
+#: An operation: yields requests, receives replies, returns the operation's result.
+Plan = Generator[Request, Any, T]
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A client's validated options. ``url`` holds the password: never print it, use ``shown_url``."""
+
+    url: str = field(repr=False)
+    shown_url: str
+    pool_size: int
+    connect_timeout: float
+    command_timeout: float
+    max_message_bytes: int
+    chunk_size: int
+    client_name: str | None
+
+    def pool_kwargs(self) -> dict[str, Any]:
+        """redis-py connection options shared by both clients' pools (they add their own ``retry``)."""
+        kwargs: dict[str, Any] = {
+            'decode_responses': True,
+            'protocol': 2,  # RESP2: Lua false is nil, as the replies are decoded here
+            'socket_connect_timeout': self.connect_timeout,
+            'socket_timeout': self.command_timeout,
+        }
+        if self.client_name is not None:
+            kwargs['client_name'] = self.client_name
+        return kwargs
+
+    @property
+    def max_connections(self) -> int:
+        # redis-py connections carry one request at a time: leave room for concurrent threads and tasks.
+        return max(self.pool_size, 16)
+
+
+def settings(
+    url: str | None,
+    *,
+    pool_size: int,
+    connect_timeout: float,
+    command_timeout: float,
+    max_message_bytes: int,
+    chunk_size: int,
+    client_name: str | None,
+) -> Settings:
+    """Validate the client options, then resolve the URL (which may start the embedded server)."""
+    pool_size = check_count(pool_size, 'pool_size', 64)
+    timeouts = []
+    for name, value in (('connect_timeout', connect_timeout), ('command_timeout', command_timeout)):
+        seconds = _seconds(value)
+        if seconds is None or not 0 < seconds <= MAX_SECONDS:
+            raise InvalidArgument(f'{name} must be a number of seconds > 0 and <= {MAX_SECONDS:.0f}, got {value!r}')
+        timeouts.append(seconds)
+    max_message_bytes = check_count(max_message_bytes, 'max_message_bytes', None)
+    chunk_size = check_count(chunk_size, 'chunk_size')
+    if client_name is not None and (not isinstance(client_name, str) or not re.fullmatch(r'[!-~]+', client_name)):
+        raise InvalidArgument(f'client_name must be a non-empty str without spaces, got {client_name!r}')
+    if url is not None and not isinstance(url, str):
+        raise InvalidArgument(f'url must be a str, got {type(url).__name__}')
+    resolved = server.resolve_url(url)
+    shown = server.redact_url(resolved)
+    if not resolved.startswith(_SCHEMES):
+        raise InvalidArgument(f'invalid Redis URL "{shown}": use redis://host:port/db or unix:///path/to/redis.sock')
+    return Settings(
+        url=resolved,
+        shown_url=shown,
+        pool_size=pool_size,
+        connect_timeout=timeouts[0],
+        command_timeout=timeouts[1],
+        max_message_bytes=max_message_bytes,
+        chunk_size=chunk_size,
+        client_name=client_name,
+    )
+
+
+def invalid_url(ctx: Settings, exc: Exception) -> InvalidArgument:
+    """The error for a URL that redis-py could not parse."""
+    return InvalidArgument(f'invalid Redis URL "{ctx.shown_url}": {scrub(ctx, str(exc))}')
+
+
+def scrub(ctx: Settings, text: str) -> str:
+    """``text`` with the URL and its password masked (redis-py messages may quote either)."""
+    text = text.replace(ctx.url, ctx.shown_url)
+    password = _password(ctx.url)
+    # A very short secret would mask unrelated text; redis-py never quotes the password anyway.
+    return text.replace(password, '***') if password and len(password) >= 4 else text
+
+
+def _password(url: str) -> str | None:
+    """The secret part of the user-info, as :func:`ferroq.server.redact_url` sees it."""
+    userinfo, at, _ = url.partition('://')[2].partition('/')[0].rpartition('@')
+    if not at:
+        return None
+    user, colon, password = userinfo.partition(':')
+    return (password if colon else user) or None
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+def check_topic(name: object) -> str:
+    """A topic name, or InvalidName."""
+    if not isinstance(name, str) or not _TOPIC_RE.fullmatch(name):
+        raise InvalidName(f'invalid topic name {name!r}: use 1-128 characters from A-Z a-z 0-9 _ . -')
+    return name
+
+
+def check_count(count: object, name: str = 'count', most: int | None = MAX_COUNT) -> int:
+    """An int from 1 to ``most`` (no upper bound if None)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1 or (most is not None and count > most):
+        bounds = f'from 1 to {most}' if most is not None else '>= 1'
+        raise InvalidArgument(f'{name} must be an int {bounds}, got {count!r}')
+    return count
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` as seconds if it is a finite int or float (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def check_lease(lease: object) -> int:
+    """A lease in seconds; returns it in milliseconds as the scripts take it."""
+    seconds = _seconds(lease)
+    if seconds is None or not 0.001 <= seconds <= MAX_SECONDS:
+        raise InvalidArgument(f'lease must be a number of seconds from 0.001 to {MAX_SECONDS:.0f}, got {lease!r}')
+    return max(1, round(seconds * 1000))
+
+
+def check_block(block: object) -> float | None:
+    """None when the call must not wait, else the seconds to wait."""
+    if block is None:
+        return None
+    seconds = _seconds(block)
+    if seconds is None or not 0 <= seconds <= MAX_SECONDS:
+        raise InvalidArgument(f'block must be None or a number of seconds from 0 to {MAX_SECONDS:.0f}, got {block!r}')
+    return seconds or None
+
+
+def check_flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f'{name} must be a bool, got {value!r}')
+    return value
+
+
+def check_queue(queue: object) -> str:
+    if not isinstance(queue, str) or queue not in ('backlog', 'nextlog'):
+        raise InvalidArgument(f"queue must be 'backlog' or 'nextlog', got {queue!r}")
+    return queue
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def check_fields(fields: object, max_bytes: int) -> list[str]:
+    """Validate one message; returns its publish arguments ``[nfields, f1, v1, ...]`` (mapping order)."""
+    if not isinstance(fields, Mapping):
+        raise InvalidMessage(f'a message must be a mapping of str to str, got {type(fields).__name__}')
+    if not fields:
+        raise InvalidMessage('a message must have at least one field')
+    flat = [str(len(fields))]
+    size = 0
+    try:
+        for key, value in fields.items():
+            if not isinstance(key, str):
+                raise InvalidMessage(f'message field names must be str, got {type(key).__name__}')
+            if not key:
+                raise InvalidMessage('message field names must be non-empty')
+            if not isinstance(value, str):
+                raise InvalidMessage(f'message field {key!r} must be a str, got {type(value).__name__}')
+            size += _utf8_len(key) + _utf8_len(value)
+            flat += (key, value)
+    except UnicodeEncodeError:
+        raise InvalidMessage('a message field is not valid Unicode (lone surrogate)') from None
+    if size > max_bytes:
+        raise MessageTooLarge(f'message is {size} bytes, more than max_message_bytes={max_bytes}')
+    return flat
+
+
+def _iterable(items: object, what: str) -> list[Any]:
+    if isinstance(items, (str, bytes, bytearray, Mapping, Message)):
+        raise InvalidArgument(f'{what} must be an iterable of items, not a single {type(items).__name__}')
+    if not isinstance(items, Iterable):
+        raise InvalidArgument(f'{what} must be an iterable, got {type(items).__name__}')
+    return list(items)
+
+
+def check_batch(messages: object, max_bytes: int) -> list[list[str]]:
+    """Validate every message of a batch; BatchError (listing each bad one) if any is invalid."""
+    items = _iterable(messages, 'messages')
+    out: list[list[str]] = []
+    errors: list[tuple[int, FerroqError]] = []
+    for index, fields in enumerate(items):
+        try:
+            out.append(check_fields(fields, max_bytes))
+        except InvalidMessage as exc:
+            errors.append((index, exc))
+    if errors:
+        raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
+    return out
+
+
+def check_id(msg_id: object) -> str:
+    if not isinstance(msg_id, str) or not _ID_RE.fullmatch(msg_id):
+        raise InvalidArgument(
+            f'a message id must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, '
+            f'got {msg_id!r}'
+        )
+    return msg_id
+
+
+class Ref(NamedTuple):
+    """A message to commit, extend or release: topic, id and fencing token ('' for a bare id)."""
+
+    topic: str
+    id: str
+    token: str
+
+
+def check_refs(messages: object, topic: str) -> list[Ref]:
+    """Messages or bare ids of one topic (Topic.commit / extend / release)."""
+    refs = []
+    for item in _iterable(messages, 'messages'):
+        if isinstance(item, Message):
+            if item.topic != topic:
+                raise InvalidArgument(f'message {item.id!r} was claimed from topic {item.topic!r}, not {topic!r}')
+            refs.append(Ref(topic, check_id(item.id), str(item.deliveries)))
+        else:
+            refs.append(Ref(topic, check_id(item), ''))
+    return refs
+
+
+def check_messages(messages: object) -> list[Ref]:
+    """Messages of any topics (Client.commit / extend / release): bare ids have no topic, so they are refused."""
+    refs = []
+    for item in _iterable(messages, 'messages'):
+        if not isinstance(item, Message):
+            raise InvalidArgument(f'expected a Message, got {type(item).__name__} (use Topic methods for bare ids)')
+        refs.append(Ref(check_topic(item.topic), check_id(item.id), str(item.deliveries)))
+    return refs
+
+
+def check_topics(topics: object) -> list[str]:
+    if not isinstance(topics, (list, tuple)) or not topics:
+        raise InvalidArgument(f'topics must be a non-empty list of topic names, got {topics!r}')
+    return [check_topic(name) for name in topics]
+
+
+# --- ids -----------------------------------------------------------------------------------------
+
+_node: tuple[int, int] = (0, 0)  # (pid, node)
+
+
+def new_id() -> str:
+    """A new rfq id: uuid1 hex with a random multicast node, one per process (as rfq 1.2+)."""
+    global _node
+    pid = os.getpid()
+    if _node[0] != pid:  # a forked child must not share its parent's node
+        _node = (pid, random.getrandbits(48) | (1 << 40))
+    return uuid.uuid1(node=_node[1]).hex
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+
+class TopicKeys(NamedTuple):
+    name: str
+    backlog: str
+    nextlog: str
+    leases: str
+    deliveries: str
+    prefix: str
+
+    @property
+    def four(self) -> list[str]:
+        """The keys every topic script takes first: backlog, nextlog, leases, deliveries."""
+        return [self.backlog, self.nextlog, self.leases, self.deliveries]
+
+
+def topic_keys(name: str) -> TopicKeys:
+    """The keys of a topic (``name`` must be valid already)."""
+    backlog, nextlog, leases, deliveries = keys.rfq_topic_keys(name)
+    return TopicKeys(name, backlog, nextlog, leases, deliveries, keys.rfq_message_prefix(name))
+
+
+def _eval(script: str, script_keys: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
+    return ('EVALSHA', _SHA[script], str(len(script_keys)), *script_keys, *args)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+_CODES: dict[type[Exception], str] = {
+    rex.NoScriptError: 'NOSCRIPT',
+    rex.OutOfMemoryError: 'OOM',
+    rex.NoPermissionError: 'NOPERM',
+    rex.ReadOnlyError: 'READONLY',
+    rex.ExecAbortError: 'EXECABORT',
+    rex.BusyLoadingError: 'LOADING',
+}
+
+
+def _error_text(exc: rex.RedisError) -> tuple[str, str]:
+    """(code, full message) of an error reply; redis-py strips the code of the errors it knows."""
+    text = str(exc)
+    code = getattr(exc, 'status_code', None) or _CODES.get(type(exc))
+    if code:
+        return code, text if text.startswith(code) else f'{code} {text}'
+    first = text.split(' ', 1)[0]
+    return (first if first.isupper() and first.isalpha() else 'ERR'), text
+
+
+def map_error(exc: BaseException, ctx: Settings) -> FerroqError:
+    """The ferroq exception for a redis-py one: the only place where redis-py errors are translated."""
+    if isinstance(exc, FerroqError):
+        return exc
+    url = ctx.shown_url
+    if isinstance(exc, (rex.AuthenticationError, rex.AuthorizationError)):
+        return PermissionDenied(f'authentication to Redis at {url} failed (wrong user or password)')
+    if isinstance(exc, rex.BusyLoadingError):
+        return ConnectionFailed(f'Redis at {url} is loading its dataset')
+    if isinstance(exc, rex.ConnectionError):
+        return ConnectionFailed(f'connection to Redis at {url} failed: {scrub(ctx, str(exc))}')
+    if isinstance(exc, rex.TimeoutError):
+        return CommandTimeout(f'Redis at {url} did not answer in time')
+    if isinstance(exc, rex.ResponseError):
+        code, text = _error_text(exc)
+        if code == 'OOM':
+            return OutOfMemory(text)
+        if code in ('NOPERM', 'NOAUTH', 'WRONGPASS'):
+            return PermissionDenied(text)
+        return ServerError(text, code)
+    if isinstance(exc, (rex.InvalidResponse, UnicodeDecodeError)):
+        return ProtocolError(f'unreadable reply from Redis at {url}: {exc}')
+    if isinstance(exc, rex.RedisError):
+        return ServerError(scrub(ctx, str(exc)), 'ERR')
+    return FerroqError(f'{type(exc).__name__}: {exc}')
+
+
+def reply_error(ctx: Settings, what: str, reply: object) -> ProtocolError:
+    return ProtocolError(f'unexpected reply to {what} from Redis at {ctx.shown_url}: {reply!r:.200}')
+
+
+# --- sending, with the retry policy --------------------------------------------------------------
+
+
+def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = False) -> Plan[list[Any]]:
+    """Run commands in one round trip (one Call, or a Pipe); returns their results in order.
+
+    ``retry_drop``: the commands are safe to repeat, so run them again once after a dropped connection.
+    """
+    results: list[Any] = [None] * len(commands)
+    pending = list(range(len(commands)))
+    loading_deadline: float | None = None
+    dropped = False
+    loads = 0
+    while pending:
+        batch = [commands[i] for i in pending]
+        reply = yield Call(batch[0]) if len(batch) == 1 else Pipe(batch)
+        if isinstance(reply, BaseException) and not isinstance(reply, rex.ResponseError):
+            if isinstance(reply, rex.BusyLoadingError):
+                loading_deadline = yield from _wait_loading(ctx, loading_deadline)
+                continue
+            if retry_drop and not dropped and _is_drop(reply):
+                dropped = True
+                continue
+            raise map_error(reply, ctx)
+        replies = [reply] if len(batch) == 1 else reply
+        if not isinstance(replies, list) or len(replies) != len(batch):
+            raise reply_error(ctx, 'a pipeline', reply)
+        again, missing, loading = [], set(), False
+        for i, item in zip(pending, replies):
+            if isinstance(item, rex.NoScriptError):
+                again.append(i)
+                missing.add(commands[i][1])
+            elif isinstance(item, rex.BusyLoadingError):
+                again.append(i)
+                loading = True
+            elif isinstance(item, BaseException):
+                raise map_error(item, ctx)
+            else:
+                results[i] = item
+        if missing:
+            loads += 1
+            if loads > 2:  # scripts flushed again and again (SCRIPT FLUSH in a loop?): give up
+                raise ServerError('NOSCRIPT the scripts were flushed while loading them', 'NOSCRIPT')
+            yield from send(ctx, [('SCRIPT', 'LOAD', protocol.script_source(_SCRIPT_BY_SHA[sha])) for sha in missing])
+        if loading:
+            loading_deadline = yield from _wait_loading(ctx, loading_deadline)
+        pending = again
+    return results
+
+
+def _is_drop(exc: BaseException) -> bool:
+    return isinstance(exc, rex.ConnectionError) and not isinstance(
+        exc, (rex.AuthenticationError, rex.AuthorizationError)
+    )
+
+
+def _wait_loading(ctx: Settings, deadline: float | None) -> Plan[float]:
+    """Redis answered LOADING: wait a little, unless it has been loading for LOADING_WAIT seconds already."""
+    now = time.monotonic()
+    if deadline is None:
+        deadline = now + LOADING_WAIT
+    if now >= deadline:
+        raise ConnectionFailed(f'Redis at {ctx.shown_url} is loading its dataset (still after {LOADING_WAIT:g} s)')
+    yield Sleep(0.1)
+    return deadline
+
+
+def script(ctx: Settings, name: str, script_keys: Sequence[str], args: Sequence[str]) -> Plan[Any]:
+    """One script call."""
+    return (yield from send(ctx, [_eval(name, script_keys, args)]))[0]
+
+
+# --- operations ----------------------------------------------------------------------------------
+
+
+def ping(ctx: Settings) -> Plan[bool]:
+    yield from send(ctx, [('PING',)])
+    return True
+
+
+def topics(ctx: Settings) -> Plan[list[str]]:
+    """Every topic with a backlog or nextlog (SCAN, never KEYS)."""
+    names: set[str] = set()
+    for pattern in (keys.rfq_backlog('*'), keys.rfq_nextlog('*')):
+        cursor = '0'
+        for _ in range(10_000_000):  # a bound; SCAN ends long before on any real keyspace
+            reply = (yield from send(ctx, [('SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000', 'TYPE', 'list')]))[0]
+            try:
+                cursor = str(reply[0])
+                names.update(key[len(keys.RFQ_PREFIX) : -len(':backlog')] for key in reply[1])
+            except (TypeError, IndexError, KeyError):
+                raise reply_error(ctx, 'SCAN', reply) from None
+            if cursor == '0':
+                break
+    return sorted(names)
+
+
+def publish(ctx: Settings, topic: TopicKeys, fields: Mapping[str, str], front: bool) -> Plan[str]:
+    flat = check_fields(fields, ctx.max_message_bytes)
+    return (yield from _publish(ctx, topic, [flat], check_flag(front, 'front')))[0]
+
+
+def publish_batch(
+    ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[str, str]], front: bool
+) -> Plan[list[str]]:
+    items = check_batch(messages, ctx.max_message_bytes)
+    front = check_flag(front, 'front')
+    if not items:
+        return []
+    return (yield from _publish(ctx, topic, items, front))
+
+
+def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: bool) -> Plan[list[str]]:
+    ids = [new_id() for _ in items]
+    flag = '1' if front else '0'
+    calls = []
+    for start in range(0, len(items), ctx.chunk_size):
+        chunk_keys = [topic.backlog]
+        args = [flag]
+        for msg_id, flat in zip(ids[start : start + ctx.chunk_size], items[start : start + ctx.chunk_size]):
+            chunk_keys.append(topic.prefix + msg_id)
+            args.append(msg_id)
+            args += flat
+        calls.append(_eval('rfq/publish-1n', chunk_keys, args))
+    if front:  # the last chunk first: each chunk goes before everything waiting, so the batch stays in order
+        calls.reverse()
+    yield from send(ctx, calls, retry_drop=True)  # insert-if-absent: a repeat never duplicates
+    return ids
+
+
+def claim(ctx: Settings, topic: TopicKeys, count: int, block: float | None, lease: float) -> Plan[list[Message]]:
+    """Topic.claim."""
+    return (yield from _claim(ctx, [topic], check_count(count), check_block(block), check_lease(lease)))
+
+
+def claim_many(
+    ctx: Settings, topics: Sequence[str], count: int, block: float | None, lease: float
+) -> Plan[list[Message]]:
+    """Client.claim: several topics in priority order."""
+    names = check_topics(topics)
+    count, wait, lease_ms = check_count(count), check_block(block), check_lease(lease)
+    return (yield from _claim(ctx, [topic_keys(name) for name in names], count, wait, lease_ms))
+
+
+def _claim(
+    ctx: Settings, topics: list[TopicKeys], count: int, wait: float | None, lease_ms: int
+) -> Plan[list[Message]]:
+    messages = yield from _claim_now(ctx, topics, count, lease_ms, '')
+    if messages or wait is None:
+        return messages
+    if len(topics) == 1:
+        # Wait on the server: BLMOVE hands over the first id that arrives, then the script leases it.
+        t = topics[0]
+        moved = yield Block(
+            ('BLMOVE', t.backlog, t.nextlog, 'RIGHT', 'LEFT', f'{max(wait, 0.001):.3f}'), wait + ctx.command_timeout
+        )
+        if isinstance(moved, BaseException):
+            raise map_error(moved, ctx)
+        if moved is None:
+            return []
+        if not isinstance(moved, str):
+            raise reply_error(ctx, 'BLMOVE', moved)
+        return (yield from _claim_now(ctx, topics, count, lease_ms, moved))
+    # Several topics: no blocking command can watch them in priority order, so poll with backoff.
+    deadline = time.monotonic() + wait
+    delay = 0.005
+    for _ in range(int(wait / 0.005) + 2):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        yield Sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.1)
+        messages = yield from _claim_now(ctx, topics, count, lease_ms, '')
+        if messages:
+            return messages
+    return []
+
+
+def _claim_now(ctx: Settings, topics: list[TopicKeys], count: int, lease_ms: int, moved: str) -> Plan[list[Message]]:
+    script_keys = [k for t in topics for k in t.four]
+    args = [str(count), str(lease_ms), moved, *(t.prefix for t in topics)]
+    reply = yield from script(ctx, 'rfq/claim-4n', script_keys, args)
+    try:
+        return [
+            Message(msg_id, topics[int(ti) - 1].name, _pairs(body), int(deliveries))
+            for ti, msg_id, deliveries, body in reply[1]
+        ]
+    except (TypeError, ValueError, IndexError):
+        raise reply_error(ctx, 'rfq/claim-4n', reply) from None
+
+
+def _pairs(flat: list[str]) -> dict[str, str]:
+    it = iter(flat)
+    return dict(zip(it, it))
+
+
+# commit, extend and release share their shape: per topic, chunks of (id, token) pairs, fenced.
+
+
+def commit(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str]) -> Plan[list[str]]:
+    return (yield from _fenced(ctx, 'commit', check_refs(messages, topic.name), 0))
+
+
+def commit_many(ctx: Settings, messages: Iterable[Message]) -> Plan[list[str]]:
+    return (yield from _fenced(ctx, 'commit', check_messages(messages), 0))
+
+
+def extend(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str], lease: float) -> Plan[list[str]]:
+    refs = check_refs(messages, topic.name)
+    return (yield from _fenced(ctx, 'extend', refs, check_lease(lease)))
+
+
+def extend_many(ctx: Settings, messages: Iterable[Message], lease: float) -> Plan[list[str]]:
+    refs = check_messages(messages)
+    return (yield from _fenced(ctx, 'extend', refs, check_lease(lease)))
+
+
+def release(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str]) -> Plan[list[str]]:
+    return (yield from _fenced(ctx, 'release', check_refs(messages, topic.name), 0))
+
+
+def release_many(ctx: Settings, messages: Iterable[Message]) -> Plan[list[str]]:
+    return (yield from _fenced(ctx, 'release', check_messages(messages), 0))
+
+
+def _fenced(ctx: Settings, op: str, refs: list[Ref], lease_ms: int) -> Plan[list[str]]:
+    """Run commit / extend / release; returns the ids the scripts accepted, in input order."""
+    if not refs:
+        return []
+    groups: dict[str, list[Ref]] = {}
+    for ref in refs:
+        groups.setdefault(ref.topic, []).append(ref)
+    calls: list[tuple[str, ...]] = []
+    spans: list[tuple[str, int, int]] = []  # (topic, first call, end) of each topic's calls
+    for name, group in groups.items():
+        t = topic_keys(name)
+        chunks = [group[i : i + ctx.chunk_size] for i in range(0, len(group), ctx.chunk_size)]
+        if op == 'release':  # each chunk goes to the consume end: the last chunk first keeps input order
+            chunks.reverse()
+        first = len(calls)
+        for chunk in chunks:
+            pairs = [s for ref in chunk for s in (ref.id, ref.token)]
+            if op == 'commit':
+                calls.append(
+                    _eval(
+                        'rfq/commit-3n', [t.nextlog, t.leases, t.deliveries, *(t.prefix + r.id for r in chunk)], pairs
+                    )
+                )
+            elif op == 'extend':
+                calls.append(_eval('rfq/extend-2', [t.leases, t.deliveries], [str(lease_ms), *pairs]))
+            else:
+                calls.append(_eval('rfq/release-4', t.four, pairs))
+        spans.append((name, first, len(calls)))
+    # commit and extend are fenced and repeatable; a repeated release would report nothing released.
+    replies = yield from send(ctx, calls, retry_drop=op != 'release')
+    done: dict[str, list[str]] = {}
+    for name, first, end in spans:
+        part = replies[first:end]
+        if op == 'release':
+            part.reverse()
+        if not all(isinstance(r, list) for r in part):
+            raise reply_error(ctx, f'rfq/{op}', part)
+        done[name] = [msg_id for r in part for msg_id in r]
+    # Each script returns an in-order subsequence of its input: walk the input to merge them back.
+    out = []
+    position = dict.fromkeys(done, 0)
+    for ref in refs:
+        accepted, i = done[ref.topic], position[ref.topic]
+        if i < len(accepted) and accepted[i] == ref.id:
+            out.append(ref.id)
+            position[ref.topic] = i + 1
+    return out
+
+
+def harvest(ctx: Settings, topic: TopicKeys, all: bool, lease: float) -> Plan[list[str]]:
+    lease_ms = check_lease(lease)
+    if check_flag(all, 'all'):
+        reply = yield from script(ctx, 'rfq/harvest_all-4', topic.four, [])
+        if not isinstance(reply, list):
+            raise reply_error(ctx, 'rfq/harvest_all-4', reply)
+        return reply
+    out: list[str] = []
+    for _ in range(10_000):
+        reply = yield from script(ctx, 'rfq/harvest-4', topic.four, [str(lease_ms), str(STEP)])
+        try:
+            out += reply[0]
+            handled = int(reply[1])
+        except (TypeError, ValueError, IndexError):
+            raise reply_error(ctx, 'rfq/harvest-4', reply) from None
+        if handled < STEP:
+            break
+    return out
+
+
+def peek(ctx: Settings, topic: TopicKeys, msg_id: str) -> Plan[dict[str, str] | None]:
+    key = topic.prefix + check_id(msg_id)
+    reply = (yield from send(ctx, [('HGETALL', key)]))[0]
+    if isinstance(reply, list):
+        reply = _pairs(reply)
+    if not isinstance(reply, dict):
+        raise reply_error(ctx, 'HGETALL', reply)
+    return reply or None
+
+
+def _ms(value: object) -> datetime | None:
+    if value is None or value is False:
+        return None
+    return datetime.fromtimestamp(float(str(value)) / 1000, timezone.utc)
+
+
+def inspect(ctx: Settings, topic: TopicKeys, queue: str, start: int, count: int) -> Plan[list[InspectEntry]]:
+    queue = check_queue(queue)
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InvalidArgument(f'start must be an int >= 0, got {start!r}')
+    count = check_count(count)
+    if start >= 2**32:  # longer than any Redis list can be
+        return []
+    lst = topic.backlog if queue == 'backlog' else topic.nextlog
+    reply = yield from script(
+        ctx, 'rfq/inspect-3', [lst, topic.leases, topic.deliveries], [str(start), str(count), topic.prefix]
+    )
+    try:
+        return [
+            InspectEntry(
+                id=msg_id,
+                fields=_pairs(body) or None,
+                deliveries=int(deliveries) if deliveries else 0,
+                claimed_at=_ms(claimed_at),
+                lease_deadline=_ms(deadline),
+            )
+            for msg_id, deliveries, claimed_at, deadline, body in reply[1]
+        ]
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise reply_error(ctx, 'rfq/inspect-3', reply) from None
+
+
+def stats(ctx: Settings, topic: TopicKeys) -> Plan[TopicStats]:
+    reply = yield from script(ctx, 'rfq/stats-4', topic.four, [])
+    try:
+        now_ms, backlog, nextlog, leased, expired, oldest_backlog, oldest_nextlog = reply
+        stamps = [published_at(i) for i in (oldest_backlog, oldest_nextlog) if isinstance(i, str)]
+        times = [s.timestamp() for s in stamps if s is not None]
+        # ids are stamped by the producer's clock, now by Redis: never report a negative age
+        age = max(0.0, int(now_ms) / 1000 - min(times)) if times else None
+        return TopicStats(topic.name, int(backlog), int(nextlog), int(leased), int(expired), age)
+    except (TypeError, ValueError):
+        raise reply_error(ctx, 'rfq/stats-4', reply) from None
+
+
+def purge(ctx: Settings, topic: TopicKeys, queue: str) -> Plan[int]:
+    queue = check_queue(queue)
+    lst = topic.backlog if queue == 'backlog' else topic.nextlog
+    total = 0
+    for _ in range(10_000_000):  # a bound: 10^10 messages
+        reply = yield from script(ctx, 'rfq/purge-3', [lst, topic.leases, topic.deliveries], [topic.prefix, str(STEP)])
+        if not isinstance(reply, int):
+            raise reply_error(ctx, 'rfq/purge-3', reply)
+        total += reply
+        if reply < STEP:
+            break
+    return total

@@ -1,0 +1,217 @@
+"""The asyncio pure-Python client (redis.asyncio): the twin of :mod:`ferroq.pure.client`.
+
+Only the I/O lives here; every operation is a plan from :mod:`ferroq.pure._ops`. Pools and timeouts
+behave as in the synchronous client. A client belongs to the event loop that first uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar, cast, final
+
+import redis
+import redis.asyncio as aredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from ferroq.exceptions import ConnectionFailed
+from ferroq.pure import _ops
+from ferroq.types import InspectEntry, Message, TopicStats
+
+__all__ = ['AsyncClient', 'AsyncTopic']
+
+T = TypeVar('T')
+
+
+@final
+class AsyncClient:
+    """The asyncio twin of :class:`ferroq.pure.Client`: same arguments, same methods, awaitable."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool_size: int = 2,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        max_message_bytes: int = 1048576,
+        chunk_size: int = 1000,
+        client_name: str | None = None,
+    ) -> None:
+        self._ctx = _ops.settings(
+            url,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
+            max_message_bytes=max_message_bytes,
+            chunk_size=chunk_size,
+            client_name=client_name,
+        )
+        self._closed = False
+        self._open()
+
+    def _open(self) -> None:
+        ctx = self._ctx
+        kwargs = {**ctx.pool_kwargs(), 'retry': Retry(NoBackoff(), 0)}
+        try:
+            self._pool = aredis.BlockingConnectionPool.from_url(
+                ctx.url, max_connections=ctx.max_connections, timeout=ctx.command_timeout, **kwargs
+            )
+            # No socket timeout on blocking claims: _blocking bounds the wait with asyncio.
+            self._blocking_pool = aredis.ConnectionPool.from_url(ctx.url, **{**kwargs, 'socket_timeout': None})
+        except ValueError as exc:
+            raise _ops.invalid_url(ctx, exc) from None
+        self._redis: Any = aredis.Redis(connection_pool=self._pool)  # redis-py's command methods are untyped
+        self._pid = os.getpid()
+
+    @property
+    def url(self) -> str:
+        """The URL in use, with any password replaced by ``***``."""
+        return self._ctx.shown_url
+
+    def __repr__(self) -> str:
+        return f'AsyncClient(url={self._ctx.shown_url!r})'
+
+    # --- I/O: run a plan ---
+
+    async def _run(self, plan: _ops.Plan[T]) -> T:
+        try:
+            request = next(plan)
+            while True:
+                request = plan.send(await self._execute(request))
+        except StopIteration as stop:
+            return cast(T, stop.value)
+
+    async def _execute(self, request: _ops.Request) -> Any:
+        """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
+        if self._closed:
+            raise ConnectionFailed(_ops.CLOSED)
+        if self._pid != os.getpid():
+            self._open()  # a forked child: never share the parent's sockets
+        try:
+            if isinstance(request, _ops.Call):
+                return await self._redis.execute_command(*request.args)
+            if isinstance(request, _ops.Pipe):
+                pipe = self._redis.pipeline(transaction=False)
+                for args in request.commands:
+                    pipe.execute_command(*args)
+                return await pipe.execute(raise_on_error=False)
+            if isinstance(request, _ops.Block):
+                return await self._blocking(request.args, request.timeout)
+            await asyncio.sleep(request.seconds)
+            return None
+        except (redis.RedisError, UnicodeDecodeError) as exc:
+            return exc
+
+    async def _blocking(self, args: tuple[str, ...], timeout: float) -> Any:
+        pool: Any = self._blocking_pool
+        conn = await pool.get_connection()
+        try:
+            await conn.send_command(*args)
+            try:
+                return await asyncio.wait_for(conn.read_response(), timeout)
+            except asyncio.TimeoutError:
+                raise redis.TimeoutError(f'no reply to {args[0]} within {timeout:g} s') from None
+        except BaseException:
+            await conn.disconnect()  # a reply may still be on its way: never reuse this connection
+            raise
+        finally:
+            await pool.release(conn)
+
+    # --- API ---
+
+    def topic(self, name: str) -> AsyncTopic:
+        """An rfq topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
+        return AsyncTopic(self, _ops.topic_keys(_ops.check_topic(name)))
+
+    async def topics(self) -> list[str]:
+        return await self._run(_ops.topics(self._ctx))
+
+    async def claim(
+        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+    ) -> list[Message]:
+        return await self._run(_ops.claim_many(self._ctx, topics, count, block, lease))
+
+    async def commit(self, messages: Iterable[Message]) -> list[str]:
+        return await self._run(_ops.commit_many(self._ctx, messages))
+
+    async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
+        return await self._run(_ops.extend_many(self._ctx, messages, lease))
+
+    async def release(self, messages: Iterable[Message]) -> list[str]:
+        return await self._run(_ops.release_many(self._ctx, messages))
+
+    async def ping(self) -> bool:
+        return await self._run(_ops.ping(self._ctx))
+
+    async def close(self) -> None:
+        """Close every connection. Later calls raise ConnectionFailed."""
+        if not self._closed:
+            self._closed = True
+            await self._pool.disconnect()
+            await self._blocking_pool.disconnect()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+@final
+class AsyncTopic:
+    """An rfq topic on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.Topic`, awaitable."""
+
+    __slots__ = ('_client', '_ctx', '_keys')
+
+    def __init__(self, client: AsyncClient, topic_keys: _ops.TopicKeys) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._keys = topic_keys
+
+    @property
+    def name(self) -> str:
+        return self._keys.name
+
+    def __repr__(self) -> str:
+        return f'AsyncTopic(name={self._keys.name!r}, url={self._ctx.shown_url!r})'
+
+    async def publish(self, fields: Mapping[str, str], front: bool = False) -> str:
+        return await self._client._run(_ops.publish(self._ctx, self._keys, fields, front))
+
+    async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]:
+        return await self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
+
+    async def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
+        return await self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease))
+
+    async def commit(self, messages: Iterable[Message | str]) -> list[str]:
+        return await self._client._run(_ops.commit(self._ctx, self._keys, messages))
+
+    async def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]:
+        return await self._client._run(_ops.extend(self._ctx, self._keys, messages, lease))
+
+    async def release(self, messages: Iterable[Message | str]) -> list[str]:
+        return await self._client._run(_ops.release(self._ctx, self._keys, messages))
+
+    async def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
+        return await self._client._run(_ops.harvest(self._ctx, self._keys, all, lease))
+
+    async def peek(self, id: str) -> dict[str, str] | None:
+        return await self._client._run(_ops.peek(self._ctx, self._keys, id))
+
+    async def inspect(
+        self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
+    ) -> list[InspectEntry]:
+        return await self._client._run(_ops.inspect(self._ctx, self._keys, queue, start, count))
+
+    async def stats(self) -> TopicStats:
+        return await self._client._run(_ops.stats(self._ctx, self._keys))
+
+    async def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
+        return await self._client._run(_ops.purge(self._ctx, self._keys, queue))

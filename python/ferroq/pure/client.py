@@ -1,0 +1,246 @@
+"""The synchronous pure-Python client (redis-py): the same API, keys, scripts and errors as ``ferroq.Client``.
+
+Only the I/O lives here; every operation is a plan from :mod:`ferroq.pure._ops`.
+
+## Behavior
+
+- Connections come from a redis-py ``BlockingConnectionPool`` (``max(pool_size, 16)`` connections, made
+  on demand, one request at a time each); a call waits up to ``command_timeout`` for a free one.
+  Nothing connects before the first call.
+- Blocking claims (``BLMOVE``) use a second pool of dedicated connections, and wait ``block +
+  command_timeout`` for the reply.
+- redis-py never retries on its own here; the retry policy is :func:`ferroq.pure._ops.send`'s.
+- After ``os.fork()`` the child drops the parent's connections and opens its own.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar, cast, final
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ferroq.exceptions import ConnectionFailed
+from ferroq.pure import _ops
+from ferroq.types import InspectEntry, Message, TopicStats
+
+__all__ = ['Client', 'Topic']
+
+T = TypeVar('T')
+
+
+@final
+class Client:
+    """A synchronous client. Arguments as :class:`ferroq.Client`.
+
+    Raises:
+        InvalidArgument: a bad URL or option.
+        ServerUnavailable: no URL is configured and the embedded redis-server cannot start.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool_size: int = 2,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        max_message_bytes: int = 1048576,
+        chunk_size: int = 1000,
+        client_name: str | None = None,
+    ) -> None:
+        self._ctx = _ops.settings(
+            url,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
+            max_message_bytes=max_message_bytes,
+            chunk_size=chunk_size,
+            client_name=client_name,
+        )
+        self._closed = False
+        self._open()
+
+    def _open(self) -> None:
+        ctx = self._ctx
+        kwargs = {**ctx.pool_kwargs(), 'retry': Retry(NoBackoff(), 0)}
+        try:
+            self._pool = redis.BlockingConnectionPool.from_url(
+                ctx.url, max_connections=ctx.max_connections, timeout=ctx.command_timeout, **kwargs
+            )
+            self._blocking_pool = redis.ConnectionPool.from_url(ctx.url, **kwargs)
+        except ValueError as exc:
+            raise _ops.invalid_url(ctx, exc) from None
+        self._redis: Any = redis.Redis(connection_pool=self._pool)  # redis-py's command methods are untyped
+        self._pid = os.getpid()
+
+    @property
+    def url(self) -> str:
+        """The URL in use, with any password replaced by ``***``."""
+        return self._ctx.shown_url
+
+    def __repr__(self) -> str:
+        return f'Client(url={self._ctx.shown_url!r})'
+
+    # --- I/O: run a plan ---
+
+    def _run(self, plan: _ops.Plan[T]) -> T:
+        try:
+            request = next(plan)
+            while True:
+                request = plan.send(self._execute(request))
+        except StopIteration as stop:
+            return cast(T, stop.value)
+
+    def _execute(self, request: _ops.Request) -> Any:
+        """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
+        if self._closed:
+            raise ConnectionFailed(_ops.CLOSED)
+        if self._pid != os.getpid():
+            self._open()  # a forked child: never share the parent's sockets
+        try:
+            if isinstance(request, _ops.Call):
+                return self._redis.execute_command(*request.args)
+            if isinstance(request, _ops.Pipe):
+                pipe = self._redis.pipeline(transaction=False)
+                for args in request.commands:
+                    pipe.execute_command(*args)
+                return pipe.execute(raise_on_error=False)
+            if isinstance(request, _ops.Block):
+                return self._blocking(request.args, request.timeout)
+            time.sleep(request.seconds)
+            return None
+        except (redis.RedisError, UnicodeDecodeError) as exc:
+            return exc
+
+    def _blocking(self, args: tuple[str, ...], timeout: float) -> Any:
+        pool: Any = self._blocking_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_command(*args)
+            # The socket timeout is command_timeout: wait for the first byte here, for up to the block time more.
+            if not conn.can_read(timeout=timeout):
+                raise redis.TimeoutError(f'no reply to {args[0]} within {timeout:g} s')
+            return conn.read_response()
+        except BaseException:
+            conn.disconnect()  # a reply may still be on its way: never reuse this connection
+            raise
+        finally:
+            pool.release(conn)
+
+    # --- API ---
+
+    def topic(self, name: str) -> Topic:
+        """An rfq topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
+        return Topic(self, _ops.topic_keys(_ops.check_topic(name)))
+
+    def topics(self) -> list[str]:
+        """Every topic with a backlog or nextlog, sorted; found with SCAN, never KEYS."""
+        return self._run(_ops.topics(self._ctx))
+
+    def claim(
+        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+    ) -> list[Message]:
+        """Claim up to ``count`` messages across topics in priority order (the first topic first)."""
+        return self._run(_ops.claim_many(self._ctx, topics, count, block, lease))
+
+    def commit(self, messages: Iterable[Message]) -> list[str]:
+        """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
+        return self._run(_ops.commit_many(self._ctx, messages))
+
+    def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
+        """Renew leases of messages of any topics; returns the ids renewed."""
+        return self._run(_ops.extend_many(self._ctx, messages, lease))
+
+    def release(self, messages: Iterable[Message]) -> list[str]:
+        """Give messages of any topics back to their backlogs now; returns the ids released."""
+        return self._run(_ops.release_many(self._ctx, messages))
+
+    def ping(self) -> bool:
+        """Round trip to Redis; True when it answers."""
+        return self._run(_ops.ping(self._ctx))
+
+    def close(self) -> None:
+        """Close every connection. Later calls raise ConnectionFailed."""
+        if not self._closed:
+            self._closed = True
+            self._pool.disconnect()
+            self._blocking_pool.disconnect()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+@final
+class Topic:
+    """An rfq topic on a :class:`Client`."""
+
+    __slots__ = ('_client', '_ctx', '_keys')
+
+    def __init__(self, client: Client, topic_keys: _ops.TopicKeys) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._keys = topic_keys
+
+    @property
+    def name(self) -> str:
+        return self._keys.name
+
+    def __repr__(self) -> str:
+        return f'Topic(name={self._keys.name!r}, url={self._ctx.shown_url!r})'
+
+    def publish(self, fields: Mapping[str, str], front: bool = False) -> str:
+        """Publish one message; returns its id."""
+        return self._client._run(_ops.publish(self._ctx, self._keys, fields, front))
+
+    def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]:
+        """Publish many messages (validated first, written in atomic chunks); returns their ids in input order."""
+        return self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
+
+    def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
+        """Claim up to ``count`` messages, oldest first, each leased for ``lease`` seconds."""
+        return self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease))
+
+    def commit(self, messages: Iterable[Message | str]) -> list[str]:
+        """Delete processed messages; returns the ids actually committed (a Message is fenced, a bare id not)."""
+        return self._client._run(_ops.commit(self._ctx, self._keys, messages))
+
+    def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]:
+        """Renew leases to ``lease`` seconds from now; returns the ids renewed."""
+        return self._client._run(_ops.extend(self._ctx, self._keys, messages, lease))
+
+    def release(self, messages: Iterable[Message | str]) -> list[str]:
+        """Give claimed messages back to the front of the backlog now; returns the ids released."""
+        return self._client._run(_ops.release(self._ctx, self._keys, messages))
+
+    def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
+        """Requeue claims whose lease expired (``all=True``: every claim, rfq's blind harvest); returns their ids."""
+        return self._client._run(_ops.harvest(self._ctx, self._keys, all, lease))
+
+    def peek(self, id: str) -> dict[str, str] | None:
+        """The fields of a message, or None if it does not exist."""
+        return self._client._run(_ops.peek(self._ctx, self._keys, id))
+
+    def inspect(
+        self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
+    ) -> list[InspectEntry]:
+        """A page of the backlog or nextlog in consumption order (oldest first), with claim details."""
+        return self._client._run(_ops.inspect(self._ctx, self._keys, queue, start, count))
+
+    def stats(self) -> TopicStats:
+        """Backlog and nextlog lengths, leases, expired leases and the oldest message's age."""
+        return self._client._run(_ops.stats(self._ctx, self._keys))
+
+    def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
+        """Delete every message of the backlog (or nextlog); returns how many."""
+        return self._client._run(_ops.purge(self._ctx, self._keys, queue))

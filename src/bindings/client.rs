@@ -1,0 +1,608 @@
+//! The synchronous `Client` / `Topic`, and what they share with the asyncio twins: [`Core`] (options and
+//! the per-process pool) and the operations, prepared under the GIL as futures plus a conversion step.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyModuleNotFoundError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use crate::bindings::convert::{self, repr};
+use crate::bindings::exceptions::{to_pyerr, IntoPy};
+use crate::bindings::runtime;
+use crate::config::{Options, RawOptions};
+use crate::errors::{Error, Result};
+use crate::pool::Pool;
+use crate::protocol::keys::{Queue, TopicKeys};
+use crate::protocol::rfq;
+
+/// An optional argument that tells "not given" from an explicit None (which is refused for most).
+pub struct Arg<'py>(pub Option<Bound<'py, PyAny>>);
+
+impl<'py> Arg<'py> {
+    pub const fn missing() -> Self {
+        Arg(None)
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Arg<'py> {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Arg(Some(obj.to_owned())))
+    }
+}
+
+/// Builds the Python result from the core's result, under the GIL.
+pub type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+/// One prepared operation: validated arguments already captured, no Python object inside.
+pub type Op = Pin<Box<dyn Future<Output = Result<Convert>> + Send>>;
+
+fn op<T, F, C>(fut: F, convert: C) -> Op
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    Box::pin(async move {
+        let value = fut.await?;
+        Ok(Box::new(move |py: Python<'_>| convert(py, value)) as Convert)
+    })
+}
+
+fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
+    pyo3::IntoPyObjectExt::into_py_any(v, py)
+}
+
+/// Runs `op` and waits for it with the GIL released.
+pub fn run_sync(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
+    let convert = runtime::wait(py, op)?.py_err(py)?;
+    convert(py)
+}
+
+/// Options and the connection pool of one client. The pool belongs to the process that built it: in a
+/// forked child it is rebuilt on first use and the parent's is left untouched (leaked).
+pub struct Core {
+    pub opts: Arc<Options>,
+    pool: Mutex<Option<(u32, Arc<Pool>)>>,
+    closed: AtomicBool,
+}
+
+/// `ferroq.server.resolve_url(url)`: the one place the URL is chosen (may start the embedded server).
+fn resolve_url(py: Python<'_>, url: Option<&str>) -> PyResult<String> {
+    match py.import("ferroq.server") {
+        Ok(server) => server.getattr("resolve_url")?.call1((url,))?.extract(),
+        Err(e) if e.is_instance_of::<PyModuleNotFoundError>(py) && url.is_some() => {
+            Ok(url.unwrap_or_default().to_string())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl Core {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        py: Python<'_>,
+        url: Option<&Bound<'_, PyAny>>,
+        pool_size: &Bound<'_, PyAny>,
+        connect_timeout: &Bound<'_, PyAny>,
+        command_timeout: &Bound<'_, PyAny>,
+        max_message_bytes: &Bound<'_, PyAny>,
+        chunk_size: &Bound<'_, PyAny>,
+        client_name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        // Every option is checked before the URL is resolved (which may start a server).
+        let raw = (|| -> Result<RawOptions> {
+            let pool_size = convert::int_option(pool_size, "pool_size", Some(64))?;
+            let connect_timeout = convert::timeout(connect_timeout, "connect_timeout")?;
+            let command_timeout = convert::timeout(command_timeout, "command_timeout")?;
+            let max_message_bytes = convert::int_option(max_message_bytes, "max_message_bytes", None)?;
+            let chunk_size = convert::int_option(chunk_size, "chunk_size", Some(10_000))?;
+            let client_name = match client_name {
+                None => None,
+                Some(n) => match n.cast::<PyString>() {
+                    Ok(s) => Some(s.to_string_lossy().into_owned()),
+                    Err(_) => {
+                        return Err(Error::invalid(format!(
+                            "client_name must be a non-empty str without spaces, got {}",
+                            repr(n)
+                        )))
+                    }
+                },
+            };
+            let raw = RawOptions {
+                pool_size,
+                connect_timeout,
+                command_timeout,
+                max_message_bytes,
+                chunk_size,
+                client_name,
+            };
+            crate::config::validate(&raw)?;
+            Ok(raw)
+        })()
+        .py_err(py)?;
+        let url: Option<String> = match url {
+            None => None,
+            Some(u) => match u.cast::<PyString>() {
+                Ok(s) => Some(s.to_cow()?.into_owned()),
+                Err(_) => {
+                    return Err(to_pyerr(
+                        py,
+                        Error::invalid(format!("url must be a str, got {}", convert::type_name(u))),
+                    ))
+                }
+            },
+        };
+        let url = resolve_url(py, url.as_deref())?;
+        let opts = Arc::new(Options::new(&url, &raw).py_err(py)?);
+        let pool = Arc::new(Pool::new(opts.clone()).py_err(py)?);
+        Ok(Self {
+            opts,
+            pool: Mutex::new(Some((std::process::id(), pool))),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The pool of this process (a forked child builds its own; connections are made lazily).
+    pub fn pool(&self) -> Result<Arc<Pool>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
+        }
+        let pid = std::process::id();
+        let mut guard = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.take() {
+            Some((owner, pool)) if owner == pid => {
+                *guard = Some((owner, pool.clone()));
+                return Ok(pool);
+            }
+            // Inherited through fork: its connections and tasks belong to the parent. Never touch them.
+            Some(inherited) => std::mem::forget(inherited),
+            None => {}
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
+        }
+        let pool = Arc::new(Pool::new(self.opts.clone())?);
+        *guard = Some((pid, pool.clone()));
+        Ok(pool)
+    }
+
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let taken = self.pool.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match taken {
+            Some((owner, pool)) if owner == std::process::id() => pool.close(),
+            Some(inherited) => std::mem::forget(inherited),
+            None => {}
+        }
+    }
+
+    pub fn repr(&self, class: &str) -> String {
+        format!(
+            "{class}(url={})",
+            crate::protocol::validate::py_repr(&self.opts.redacted)
+        )
+    }
+
+    pub fn topic(&self, name: &Bound<'_, PyAny>) -> Result<Arc<TopicKeys>> {
+        Ok(Arc::new(TopicKeys::new(&convert::topic_name(name)?)))
+    }
+
+    // ---- operations shared by Client and AsyncClient -----------------------------------------
+
+    pub fn topics_op(&self) -> Result<Op> {
+        let pool = self.pool()?;
+        Ok(op(async move { rfq::topics(&pool).await }, to_py))
+    }
+
+    pub fn ping_op(&self) -> Result<Op> {
+        let pool = self.pool()?;
+        Ok(op(async move { rfq::ping(&pool).await }, to_py))
+    }
+
+    pub fn claim_op(
+        &self,
+        topics: &Bound<'_, PyAny>,
+        count: &Arg<'_>,
+        block: Option<&Bound<'_, PyAny>>,
+        lease: &Arg<'_>,
+    ) -> Result<Op> {
+        let names = convert::topic_names(topics)?;
+        let keys: Vec<Arc<TopicKeys>> = names.iter().map(|n| Arc::new(TopicKeys::new(n))).collect();
+        claim_op(self.pool_after(|| claim_args(count, block, lease))?, keys, names)
+    }
+
+    /// Validates first (so bad input never meets a closed client's error), then takes the pool.
+    fn pool_after<T>(&self, check: impl FnOnce() -> Result<T>) -> Result<(Arc<Pool>, T)> {
+        let checked = check()?;
+        Ok((self.pool()?, checked))
+    }
+
+    pub fn commit_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
+        let (pool, held) = self.pool_after(|| convert::held_messages(messages))?;
+        Ok(op(async move { rfq::commit(&pool, &held).await }, to_py))
+    }
+
+    pub fn extend_op(&self, messages: &Bound<'_, PyAny>, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, (held, lease_ms)) =
+            self.pool_after(|| Ok((convert::held_messages(messages)?, lease_arg(lease)?)))?;
+        Ok(op(async move { rfq::extend(&pool, &held, lease_ms).await }, to_py))
+    }
+
+    pub fn release_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
+        let (pool, held) = self.pool_after(|| convert::held_messages(messages))?;
+        Ok(op(async move { rfq::release(&pool, &held).await }, to_py))
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // A pool inherited through fork must not be dropped in the child (see `Core::pool`).
+        if let Some((owner, pool)) = self.pool.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            if owner != std::process::id() {
+                std::mem::forget(pool);
+            }
+        }
+    }
+}
+
+const DEFAULT_LEASE_MS: u64 = 30_000;
+
+fn lease_arg(lease: &Arg<'_>) -> Result<u64> {
+    match &lease.0 {
+        None => Ok(DEFAULT_LEASE_MS),
+        Some(l) => convert::lease_ms(l),
+    }
+}
+
+fn claim_args(count: &Arg<'_>, block: Option<&Bound<'_, PyAny>>, lease: &Arg<'_>) -> Result<(usize, Option<f64>, u64)> {
+    let count = match &count.0 {
+        None => 1,
+        Some(c) => convert::count(c)?,
+    };
+    Ok((count, convert::block(block)?, lease_arg(lease)?))
+}
+
+fn claim_op(
+    (pool, (count, block, lease_ms)): (Arc<Pool>, (usize, Option<f64>, u64)),
+    keys: Vec<Arc<TopicKeys>>,
+    names: Vec<String>,
+) -> Result<Op> {
+    Ok(op(
+        async move { rfq::claim(&pool, &keys, count, block, lease_ms).await },
+        move |py, claimed| convert::messages_py(py, &names, claimed),
+    ))
+}
+
+/// A topic bound to a [`Core`]; the operations of `Topic` and `AsyncTopic`.
+#[derive(Clone)]
+pub struct TopicCore {
+    pub core: Arc<Core>,
+    pub keys: Arc<TopicKeys>,
+}
+
+impl TopicCore {
+    fn pool_after<T>(&self, check: impl FnOnce() -> Result<T>) -> Result<(Arc<Pool>, T, Arc<TopicKeys>)> {
+        let (pool, checked) = self.core.pool_after(check)?;
+        Ok((pool, checked, self.keys.clone()))
+    }
+
+    pub fn publish_op(&self, fields: &Bound<'_, PyAny>, front: bool) -> Result<Op> {
+        let max = self.core.opts.max_message_bytes;
+        let (pool, msg, keys) = self.pool_after(|| convert::fields(fields, max))?;
+        Ok(op(
+            async move {
+                let ids = rfq::publish_batch(&pool, &keys, vec![msg], front).await?;
+                ids.into_iter()
+                    .next()
+                    .ok_or_else(|| Error::protocol("publish returned no id"))
+            },
+            to_py,
+        ))
+    }
+
+    pub fn publish_batch_op(&self, messages: &Bound<'_, PyAny>, front: bool) -> Result<Op> {
+        let max = self.core.opts.max_message_bytes;
+        let (pool, msgs, keys) = self.pool_after(|| convert::messages(messages, max))?;
+        Ok(op(
+            async move { rfq::publish_batch(&pool, &keys, msgs, front).await },
+            to_py,
+        ))
+    }
+
+    pub fn claim_op(&self, count: &Arg<'_>, block: Option<&Bound<'_, PyAny>>, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, args, keys) = self.pool_after(|| claim_args(count, block, lease))?;
+        let name = keys.name.clone();
+        claim_op((pool, args), vec![keys], vec![name])
+    }
+
+    pub fn commit_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
+        let (pool, held, _) = self.pool_after(|| convert::held_in_topic(messages, &self.keys))?;
+        Ok(op(async move { rfq::commit(&pool, &held).await }, to_py))
+    }
+
+    pub fn extend_op(&self, messages: &Bound<'_, PyAny>, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, (held, lease_ms), _) =
+            self.pool_after(|| Ok((convert::held_in_topic(messages, &self.keys)?, lease_arg(lease)?)))?;
+        Ok(op(async move { rfq::extend(&pool, &held, lease_ms).await }, to_py))
+    }
+
+    pub fn release_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
+        let (pool, held, _) = self.pool_after(|| convert::held_in_topic(messages, &self.keys))?;
+        Ok(op(async move { rfq::release(&pool, &held).await }, to_py))
+    }
+
+    pub fn harvest_op(&self, all: bool, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, lease_ms, keys) = self.pool_after(|| lease_arg(lease))?;
+        Ok(op(
+            async move { rfq::harvest(&pool, &keys, all, lease_ms).await },
+            to_py,
+        ))
+    }
+
+    pub fn peek_op(&self, id: &Bound<'_, PyAny>) -> Result<Op> {
+        let (pool, id, keys) = self.pool_after(|| convert::message_id(id))?;
+        Ok(op(
+            async move { rfq::peek(&pool, &keys, &id).await },
+            |py, fields| match fields {
+                Some(f) => Ok(convert::fields_dict(py, &f)?.into_any().unbind()),
+                None => Ok(py.None()),
+            },
+        ))
+    }
+
+    pub fn inspect_op(&self, queue: &Arg<'_>, start: &Arg<'_>, count: &Arg<'_>) -> Result<Op> {
+        let (pool, (queue, start, count), keys) = self.pool_after(|| {
+            let queue = match &queue.0 {
+                None => Queue::Backlog,
+                Some(q) => convert::queue(q)?,
+            };
+            let start = match &start.0 {
+                None => 0,
+                Some(s) => convert::start(s)?,
+            };
+            let count = match &count.0 {
+                None => 100,
+                Some(c) => convert::count(c)?,
+            };
+            Ok((queue, start, count))
+        })?;
+        Ok(op(
+            async move { rfq::inspect(&pool, &keys, queue, start, count).await },
+            convert::inspect_py,
+        ))
+    }
+
+    pub fn stats_op(&self) -> Result<Op> {
+        let (pool, (), keys) = self.pool_after(|| Ok(()))?;
+        let name = keys.name.clone();
+        Ok(op(async move { rfq::stats(&pool, &keys).await }, move |py, s| {
+            convert::stats_py(py, &name, s)
+        }))
+    }
+
+    pub fn purge_op(&self, queue: &Arg<'_>) -> Result<Op> {
+        let (pool, queue, keys) = self.pool_after(|| match &queue.0 {
+            None => Ok(Queue::Backlog),
+            Some(q) => convert::queue(q),
+        })?;
+        Ok(op(async move { rfq::purge(&pool, &keys, queue).await }, to_py))
+    }
+}
+
+// ---- the synchronous classes ---------------------------------------------------------------------
+
+/// A synchronous client (see `_ferroq.pyi`).
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct Client {
+    core: Arc<Core>,
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None))]
+    #[pyo3(
+        text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        url: Option<&Bound<'_, PyAny>>,
+        pool_size: Arg<'_>,
+        connect_timeout: Arg<'_>,
+        command_timeout: Arg<'_>,
+        max_message_bytes: Arg<'_>,
+        chunk_size: Arg<'_>,
+        client_name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let core = new_core(
+            py,
+            url,
+            pool_size,
+            connect_timeout,
+            command_timeout,
+            max_message_bytes,
+            chunk_size,
+            client_name,
+        )?;
+        Ok(Self { core: Arc::new(core) })
+    }
+
+    #[getter]
+    fn url(&self) -> String {
+        self.core.opts.redacted.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        self.core.repr("Client")
+    }
+
+    fn topic(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Topic> {
+        let keys = self.core.topic(name).py_err(py)?;
+        Ok(Topic {
+            inner: TopicCore {
+                core: self.core.clone(),
+                keys,
+            },
+        })
+    }
+
+    fn topics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.topics_op().py_err(py)?)
+    }
+
+    #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, topics, count=1, block=None, lease=30.0)")]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        topics: &Bound<'_, PyAny>,
+        count: Arg<'_>,
+        block: Option<&Bound<'_, PyAny>>,
+        lease: Arg<'_>,
+    ) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.claim_op(topics, &count, block, &lease).py_err(py)?)
+    }
+
+    fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.commit_op(messages).py_err(py)?)
+    }
+
+    #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
+    fn extend(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.extend_op(messages, &lease).py_err(py)?)
+    }
+
+    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.release_op(messages).py_err(py)?)
+    }
+
+    fn ping(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.ping_op().py_err(py)?)
+    }
+
+    fn close(&self) {
+        self.core.close();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.core.close();
+    }
+}
+
+/// Shared by `Client.__new__` and `AsyncClient.__new__`: missing options take the documented defaults.
+#[allow(clippy::too_many_arguments)]
+pub fn new_core(
+    py: Python<'_>,
+    url: Option<&Bound<'_, PyAny>>,
+    pool_size: Arg<'_>,
+    connect_timeout: Arg<'_>,
+    command_timeout: Arg<'_>,
+    max_message_bytes: Arg<'_>,
+    chunk_size: Arg<'_>,
+    client_name: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Core> {
+    let d = RawOptions::default();
+    fn or<'py>(a: Arg<'py>, default: Bound<'py, PyAny>) -> Bound<'py, PyAny> {
+        a.0.unwrap_or(default)
+    }
+    let int = |v: i64| -> PyResult<Bound<'_, PyAny>> { Ok(v.into_pyobject(py)?.into_any()) };
+    let float = |v: f64| -> PyResult<Bound<'_, PyAny>> { Ok(v.into_pyobject(py)?.into_any()) };
+    Core::new(
+        py,
+        url,
+        &or(pool_size, int(d.pool_size)?),
+        &or(connect_timeout, float(d.connect_timeout)?),
+        &or(command_timeout, float(d.command_timeout)?),
+        &or(max_message_bytes, int(d.max_message_bytes)?),
+        &or(chunk_size, int(d.chunk_size)?),
+        client_name,
+    )
+}
+
+/// An rfq topic of a `Client`.
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct Topic {
+    inner: TopicCore,
+}
+
+#[pymethods]
+impl Topic {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.keys.name.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Topic({}, client={})",
+            crate::protocol::validate::py_repr(&self.inner.keys.name),
+            self.inner.core.repr("Client")
+        )
+    }
+
+    #[pyo3(signature = (fields, front=false))]
+    fn publish(&self, py: Python<'_>, fields: &Bound<'_, PyAny>, front: bool) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.publish_op(fields, front).py_err(py)?)
+    }
+
+    #[pyo3(signature = (messages, front=false))]
+    fn publish_batch(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, front: bool) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.publish_batch_op(messages, front).py_err(py)?)
+    }
+
+    #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, count=1, block=None, lease=30.0)")]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        count: Arg<'_>,
+        block: Option<&Bound<'_, PyAny>>,
+        lease: Arg<'_>,
+    ) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.claim_op(&count, block, &lease).py_err(py)?)
+    }
+
+    fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.commit_op(messages).py_err(py)?)
+    }
+
+    #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
+    fn extend(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.extend_op(messages, &lease).py_err(py)?)
+    }
+
+    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.release_op(messages).py_err(py)?)
+    }
+
+    #[pyo3(signature = (all=false, lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
+    fn harvest(&self, py: Python<'_>, all: bool, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.harvest_op(all, &lease).py_err(py)?)
+    }
+
+    fn peek(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.peek_op(id).py_err(py)?)
+    }
+
+    #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]
+    fn inspect(&self, py: Python<'_>, queue: Arg<'_>, start: Arg<'_>, count: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.inspect_op(&queue, &start, &count).py_err(py)?)
+    }
+
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.stats_op().py_err(py)?)
+    }
+
+    #[pyo3(signature = (queue=Arg::missing()), text_signature = "(self, /, queue='backlog')")]
+    fn purge(&self, py: Python<'_>, queue: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.purge_op(&queue).py_err(py)?)
+    }
+}

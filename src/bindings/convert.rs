@@ -1,0 +1,407 @@
+//! Python values <-> core values: argument checks that need Python types, and the result objects
+//! (`ferroq.types.Message`, `InspectEntry`, `TopicStats`).
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
+
+use crate::errors::{Error, ErrorKind, Result};
+use crate::protocol::keys::{Queue, TopicKeys};
+use crate::protocol::rfq::{self, Fields, Held};
+use crate::protocol::validate;
+
+static MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INSPECT_ENTRY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TOPIC_STATS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static FROMTIMESTAMP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static UTC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn message_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    MESSAGE.import(py, "ferroq.types", "Message")
+}
+
+/// Python's `repr(obj)`, for error messages.
+pub fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".into())
+}
+
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+/// An int that is not a bool.
+fn int_value(obj: &Bound<'_, PyAny>) -> Option<i64> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return None;
+    }
+    // Too large for i64 is out of every range anyway.
+    Some(obj.extract::<i64>().unwrap_or(i64::MAX))
+}
+
+/// A finite int or float that is not a bool.
+fn seconds_value(obj: &Bound<'_, PyAny>) -> Option<f64> {
+    if obj.is_instance_of::<PyBool>() || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()) {
+        return None;
+    }
+    obj.extract::<f64>().ok().filter(|v| v.is_finite())
+}
+
+pub fn count(obj: &Bound<'_, PyAny>) -> Result<usize> {
+    validate::count(int_value(obj), &repr(obj))
+}
+
+/// An int option from 1 to `most` (no upper bound if None).
+pub fn int_option(obj: &Bound<'_, PyAny>, name: &str, most: Option<i64>) -> Result<i64> {
+    match (int_value(obj), most) {
+        (Some(v), Some(m)) if (1..=m).contains(&v) => Ok(v),
+        (Some(v), None) if v >= 1 => Ok(v),
+        _ => {
+            let bounds = most.map_or_else(|| ">= 1".to_string(), |m| format!("from 1 to {m}"));
+            Err(Error::invalid(format!(
+                "{name} must be an int {bounds}, got {}",
+                repr(obj)
+            )))
+        }
+    }
+}
+
+pub fn timeout(obj: &Bound<'_, PyAny>, name: &str) -> Result<f64> {
+    crate::config::timeout(name, seconds_value(obj), &repr(obj)).map(|d| d.as_secs_f64())
+}
+
+pub fn lease_ms(obj: &Bound<'_, PyAny>) -> Result<u64> {
+    validate::lease_ms(seconds_value(obj), &repr(obj))
+}
+
+pub fn block(obj: Option<&Bound<'_, PyAny>>) -> Result<Option<f64>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => validate::block(Some(seconds_value(o)), &repr(o)),
+    }
+}
+
+pub fn start(obj: &Bound<'_, PyAny>) -> Result<usize> {
+    validate::start(int_value(obj), &repr(obj))
+}
+
+pub fn queue(obj: &Bound<'_, PyAny>) -> Result<Queue> {
+    match obj.cast::<PyString>() {
+        Ok(s) => validate::queue(&s.to_string_lossy()),
+        Err(_) => Err(Error::invalid(format!(
+            "queue must be 'backlog' or 'nextlog', got {}",
+            repr(obj)
+        ))),
+    }
+}
+
+pub fn topic_name(obj: &Bound<'_, PyAny>) -> Result<String> {
+    let invalid = || {
+        Error::new(
+            ErrorKind::InvalidName,
+            format!(
+                "invalid topic name {}: use 1-128 characters from A-Z a-z 0-9 _ . -",
+                repr(obj)
+            ),
+        )
+    };
+    let name: String = obj
+        .cast::<PyString>()
+        .map_err(|_| invalid())?
+        .to_cow()
+        .map_err(|_| invalid())?
+        .into_owned();
+    validate::topic_name(&name)?;
+    Ok(name)
+}
+
+/// `topics` of Client.claim: a non-empty list or tuple of names.
+pub fn topic_names(obj: &Bound<'_, PyAny>) -> Result<Vec<String>> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().collect()
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        Vec::new()
+    };
+    if items.is_empty() {
+        return Err(Error::invalid(format!(
+            "topics must be a non-empty list of topic names, got {}",
+            repr(obj)
+        )));
+    }
+    items.iter().map(topic_name).collect()
+}
+
+fn str_of(obj: &Bound<'_, PyAny>) -> Option<Result<String>> {
+    let s = obj.cast::<PyString>().ok()?;
+    Some(s.to_cow().map(|c| c.into_owned()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            "a message field is not valid Unicode (lone surrogate)",
+        )
+    }))
+}
+
+/// One message: a Mapping of non-empty str to str, within `max_bytes`.
+pub fn fields(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Fields> {
+    let not_mapping = || {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            format!("a message must be a mapping of str to str, got {}", type_name(obj)),
+        )
+    };
+    let pairs: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = if let Ok(d) = obj.cast::<PyDict>() {
+        d.iter().collect()
+    } else {
+        let m = obj.cast::<PyMapping>().map_err(|_| not_mapping())?;
+        let items = m.items().map_err(|_| not_mapping())?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            out.push(item.extract().map_err(|_| not_mapping())?);
+        }
+        out
+    };
+    if pairs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidMessage,
+            "a message must have at least one field",
+        ));
+    }
+    let mut out = Vec::with_capacity(pairs.len());
+    for (k, v) in &pairs {
+        let key = match str_of(k) {
+            Some(key) => key?,
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidMessage,
+                    format!("message field names must be str, got {}", type_name(k)),
+                ))
+            }
+        };
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidMessage,
+                "message field names must be non-empty",
+            ));
+        }
+        let value = match str_of(v) {
+            Some(value) => value?,
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidMessage,
+                    format!(
+                        "message field {} must be a str, got {}",
+                        validate::py_repr(&key),
+                        type_name(v)
+                    ),
+                ))
+            }
+        };
+        out.push((key, value));
+    }
+    validate::fields(&out, max_bytes)?;
+    Ok(out)
+}
+
+/// The items of a batch argument: any iterable except a str, bytes, mapping or Message.
+fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAny>>> {
+    let py = obj.py();
+    let single = obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyByteArray>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.cast::<PyMapping>().is_ok()
+        || message_class(py).is_ok_and(|cls| obj.is_instance(cls).unwrap_or(false));
+    if single {
+        return Err(Error::invalid(format!(
+            "{what} must be an iterable of items, not a single {}",
+            type_name(obj)
+        )));
+    }
+    let not_iterable = || Error::invalid(format!("{what} must be an iterable, got {}", type_name(obj)));
+    let iter = obj.try_iter().map_err(|_| not_iterable())?;
+    iter.map(|item| item.map_err(|e| Error::invalid(format!("iterating {what} failed: {e}"))))
+        .collect()
+}
+
+/// Every message of a batch; BatchError listing each bad one.
+pub fn messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<Fields>> {
+    let items = items(obj, "messages")?;
+    let total = items.len();
+    let mut out = Vec::with_capacity(total);
+    let mut errors = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match fields(item, max_bytes) {
+            Ok(f) => out.push(f),
+            Err(e) => errors.push((index, e)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(validate::batch_error(errors, total))
+    }
+}
+
+pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {
+    let invalid = || {
+        Error::invalid(format!(
+            "a message id must be a non-empty str of at most {} characters without whitespace, got {}",
+            validate::MAX_ID_CHARS,
+            repr(obj)
+        ))
+    };
+    let id = obj
+        .cast::<PyString>()
+        .map_err(|_| invalid())?
+        .to_cow()
+        .map_err(|_| invalid())?
+        .into_owned();
+    validate::message_id(&id)?;
+    Ok(id)
+}
+
+/// (id, topic, token) of a `ferroq.types.Message`, or None if `obj` is not one.
+fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'py, PyAny>, String)>> {
+    let py = obj.py();
+    let cls = message_class(py).map_err(|e| Error::invalid(format!("cannot import ferroq.types: {e}")))?;
+    if !obj.is_instance(cls).unwrap_or(false) {
+        return Ok(None);
+    }
+    let get = |name: &str| {
+        obj.getattr(name)
+            .map_err(|e| Error::invalid(format!("bad Message: {e}")))
+    };
+    let id = message_id(&get("id")?)?;
+    let deliveries = get("deliveries")?;
+    let token = deliveries
+        .str()
+        .map(|s| s.to_string())
+        .map_err(|e| Error::invalid(format!("bad Message: {e}")))?;
+    Ok(Some((id, get("topic")?, token)))
+}
+
+/// Messages or bare ids of one topic (Topic.commit / extend / release).
+pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<Vec<Held>> {
+    items(obj, "messages")?
+        .iter()
+        .map(|item| match message_parts(item)? {
+            Some((id, msg_topic, token)) => {
+                let same = msg_topic
+                    .cast::<PyString>()
+                    .is_ok_and(|s| s.to_cow().is_ok_and(|s| s == topic.name));
+                if !same {
+                    return Err(Error::invalid(format!(
+                        "message {} was claimed from topic {}, not {}",
+                        validate::py_repr(&id),
+                        repr(&msg_topic),
+                        validate::py_repr(&topic.name)
+                    )));
+                }
+                Ok(Held {
+                    topic: topic.clone(),
+                    id,
+                    token,
+                })
+            }
+            None => Ok(Held {
+                topic: topic.clone(),
+                id: message_id(item)?,
+                token: String::new(),
+            }),
+        })
+        .collect()
+}
+
+/// Messages of any topics (Client.commit / extend / release); bare ids have no topic, so they are refused.
+pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
+    let mut topics: Vec<Arc<TopicKeys>> = Vec::new();
+    items(obj, "messages")?
+        .iter()
+        .map(|item| match message_parts(item)? {
+            Some((id, msg_topic, token)) => {
+                let name = topic_name(&msg_topic)?;
+                let topic = match topics.iter().find(|t| t.name == name) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = Arc::new(TopicKeys::new(&name));
+                        topics.push(t.clone());
+                        t
+                    }
+                };
+                Ok(Held { topic, id, token })
+            }
+            None => Err(Error::invalid(format!(
+                "expected a Message, got {} (use Topic methods for bare ids)",
+                type_name(item)
+            ))),
+        })
+        .collect()
+}
+
+// ---- results -----------------------------------------------------------------------------------------
+
+pub fn fields_dict<'py>(py: Python<'py>, fields: &Fields) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in fields {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// `Message` objects for claimed messages; `names[i]` is the topic of index i.
+pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<rfq::Claimed>) -> PyResult<Py<PyAny>> {
+    let cls = message_class(py)?;
+    let out = PyList::empty(py);
+    for c in claimed {
+        let fields = fields_dict(py, &c.fields)?;
+        out.append(cls.call1((c.id, names[c.topic].as_str(), fields, c.deliveries))?)?;
+    }
+    Ok(out.into_any().unbind())
+}
+
+fn datetime_ms(py: Python<'_>, ms: Option<f64>) -> PyResult<Py<PyAny>> {
+    let Some(ms) = ms else { return Ok(py.None()) };
+    let fromtimestamp = FROMTIMESTAMP.get_or_try_init(py, || {
+        Ok::<_, PyErr>(
+            py.import("datetime")?
+                .getattr("datetime")?
+                .getattr("fromtimestamp")?
+                .unbind(),
+        )
+    })?;
+    let utc = UTC.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import("datetime")?.getattr("timezone")?.getattr("utc")?.unbind())
+    })?;
+    Ok(fromtimestamp.bind(py).call1((ms / 1000.0, utc.bind(py)))?.unbind())
+}
+
+pub fn inspect_py(py: Python<'_>, entries: Vec<rfq::InspectEntry>) -> PyResult<Py<PyAny>> {
+    let cls = INSPECT_ENTRY.import(py, "ferroq.types", "InspectEntry")?;
+    let out = PyList::empty(py);
+    for e in entries {
+        let fields: Py<PyAny> = match &e.fields {
+            Some(f) => fields_dict(py, f)?.into_any().unbind(),
+            None => py.None(),
+        };
+        let claimed_at = datetime_ms(py, e.claimed_at_ms)?;
+        let deadline = datetime_ms(py, e.lease_deadline_ms)?;
+        out.append(cls.call1((e.id, fields, e.deliveries, claimed_at, deadline))?)?;
+    }
+    Ok(out.into_any().unbind())
+}
+
+pub fn stats_py(py: Python<'_>, topic: &str, s: rfq::Stats) -> PyResult<Py<PyAny>> {
+    let cls = TOPIC_STATS.import(py, "ferroq.types", "TopicStats")?;
+    Ok(cls
+        .call1((topic, s.backlog, s.nextlog, s.leased, s.expired, s.oldest_age))?
+        .unbind())
+}

@@ -1,0 +1,7 @@
+//! The PyO3 layer: the only code besides `lib.rs` that touches Python.
+
+pub mod async_client;
+pub mod client;
+pub mod convert;
+pub mod exceptions;
+pub mod runtime;

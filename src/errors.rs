@@ -1,0 +1,181 @@
+//! One error type for the whole core. `bindings::exceptions` maps each kind to a class of `ferroq.exceptions`.
+
+use std::fmt;
+
+use redis::{ErrorKind as RedisKind, RedisError, ServerErrorKind};
+
+/// What went wrong; decides the Python exception class.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ErrorKind {
+    /// Redis unreachable, or the connection dropped during a call (outcome unknown).
+    Connection,
+    /// No reply within the command timeout.
+    Timeout,
+    /// The client was closed by the caller.
+    Closed,
+    /// No URL configured and the embedded server cannot start (raised by the Python side only).
+    ServerUnavailable,
+    InvalidArgument,
+    InvalidName,
+    InvalidMessage,
+    MessageTooLarge,
+    /// Some items of a batch are invalid: `(index, error)` for each, in input order.
+    Batch(Vec<(usize, Error)>),
+    OutOfMemory,
+    PermissionDenied,
+    /// Redis returned data that does not follow the protocol.
+    Protocol,
+    /// Redis is loading its dataset (retried for a while before it surfaces as `Connection`).
+    Loading,
+    /// The script cache does not hold a script (handled by loading it; never surfaces).
+    NoScript,
+    /// Any other error reply; `code` is its first word (`ERR`, `WRONGTYPE`, ...).
+    Server {
+        code: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Protocol, message)
+    }
+
+    pub fn closed() -> Self {
+        Self::new(ErrorKind::Closed, "client is closed")
+    }
+
+    /// The connection broke while a call was in flight: reconnect, and repeat only idempotent calls.
+    pub fn is_connection_dropped(&self) -> bool {
+        self.kind == ErrorKind::Connection
+    }
+
+    /// Repeating the same call later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Connection | ErrorKind::Timeout | ErrorKind::Loading
+        )
+    }
+
+    /// Maps a redis-rs error. `url` must already be redacted: it is put in connection messages.
+    pub fn from_redis(err: &RedisError, url: &str) -> Self {
+        let detail = err.detail().unwrap_or("").trim().to_string();
+        let with_detail = |head: String| {
+            if detail.is_empty() {
+                head
+            } else {
+                format!("{head}: {detail}")
+            }
+        };
+        match err.kind() {
+            RedisKind::Server(ServerErrorKind::BusyLoading) => {
+                Self::new(ErrorKind::Loading, format!("Redis at {url} is loading its dataset"))
+            }
+            RedisKind::Server(ServerErrorKind::NoScript) => {
+                Self::new(ErrorKind::NoScript, with_detail("NOSCRIPT".into()))
+            }
+            RedisKind::Server(ServerErrorKind::NoPerm) => {
+                Self::new(ErrorKind::PermissionDenied, with_detail("NOPERM".into()))
+            }
+            RedisKind::AuthenticationFailed => Self::new(
+                ErrorKind::PermissionDenied,
+                format!("authentication to Redis at {url} failed (wrong user or password)"),
+            ),
+            RedisKind::Io if err.is_timeout() => {
+                Self::new(ErrorKind::Timeout, format!("Redis at {url} did not answer in time"))
+            }
+            RedisKind::Io => Self::new(
+                ErrorKind::Connection,
+                format!("connection to Redis at {url} failed: {err}"),
+            ),
+            RedisKind::Parse => Self::new(
+                ErrorKind::Protocol,
+                format!("unreadable reply from Redis at {url}: {err}"),
+            ),
+            RedisKind::InvalidClientConfig => Self::invalid(format!("invalid Redis URL \"{url}\": {}", err.category())),
+            RedisKind::Server(_) | RedisKind::Extension => {
+                let code = err.code().unwrap_or("ERR").to_string();
+                Self::server(&code, &detail)
+            }
+            _ => Self::new(ErrorKind::Connection, format!("Redis at {url}: {err}")),
+        }
+    }
+
+    /// An error reply `code detail`, classified by its code.
+    pub fn server(code: &str, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            code.to_string()
+        } else {
+            format!("{code} {detail}")
+        };
+        let kind = match code {
+            "OOM" => ErrorKind::OutOfMemory,
+            "NOPERM" | "NOAUTH" | "WRONGPASS" => ErrorKind::PermissionDenied,
+            "LOADING" => ErrorKind::Loading,
+            "NOSCRIPT" => ErrorKind::NoScript,
+            _ => ErrorKind::Server { code: code.to_string() },
+        };
+        Self::new(kind, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_codes_are_classified() {
+        assert_eq!(Error::server("OOM", "command not allowed").kind, ErrorKind::OutOfMemory);
+        assert_eq!(Error::server("WRONGPASS", "x").kind, ErrorKind::PermissionDenied);
+        assert_eq!(Error::server("NOAUTH", "x").kind, ErrorKind::PermissionDenied);
+        assert_eq!(
+            Error::server("WRONGTYPE", "x").kind,
+            ErrorKind::Server {
+                code: "WRONGTYPE".into()
+            }
+        );
+        assert_eq!(Error::server("ERR", "boom").message, "ERR boom");
+    }
+
+    #[test]
+    fn predicates() {
+        assert!(Error::new(ErrorKind::Connection, "x").is_connection_dropped());
+        assert!(Error::new(ErrorKind::Timeout, "x").is_retryable());
+        assert!(!Error::invalid("x").is_retryable());
+    }
+
+    #[test]
+    fn io_errors_map_to_connection_or_timeout() {
+        let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(Error::from_redis(&refused, "redis://h:1").kind, ErrorKind::Connection);
+        let timeout = RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert_eq!(Error::from_redis(&timeout, "redis://h:1").kind, ErrorKind::Timeout);
+    }
+}

@@ -1,0 +1,51 @@
+//! ferroq's native core: a reliable message queue on Redis (redis-rs on tokio), exposed to Python as
+//! `ferroq._ferroq`. Only `bindings/` and this file use pyo3; the rest is plain Rust.
+//!
+//! Fork safety: the tokio runtime and every client's connection pool remember the pid that built them;
+//! a forked child (Spark's Python workers) builds its own on first use and never touches the parent's.
+
+pub mod config;
+pub mod errors;
+pub mod pool;
+pub mod protocol;
+pub mod scripts;
+
+mod bindings;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// SHA1 of every embedded Lua script, by `<protocol>/<op>-<numkeys>` name.
+#[pyfunction]
+fn script_hashes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    for s in scripts::all() {
+        out.set_item(s.name, &s.sha)?;
+    }
+    Ok(out)
+}
+
+/// The per-topic keys (backlog, nextlog, leases, deliveries, message prefix), for parity tests.
+#[pyfunction]
+fn rfq_keys(topic: &str) -> Vec<String> {
+    protocol::keys::TopicKeys::new(topic).all()
+}
+
+/// A new rfq message id: uuid1 hex with a random node, as rfq 1.2+ makes them.
+#[pyfunction]
+fn new_message_id() -> String {
+    protocol::ids::new_id()
+}
+
+#[pymodule]
+fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(new_message_id, m)?)?;
+    m.add_class::<bindings::client::Client>()?;
+    m.add_class::<bindings::client::Topic>()?;
+    m.add_class::<bindings::async_client::AsyncClient>()?;
+    m.add_class::<bindings::async_client::AsyncTopic>()?;
+    Ok(())
+}

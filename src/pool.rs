@@ -1,0 +1,341 @@
+//! Connections: `pool_size` shared multiplexed connections chosen round-robin (each pipelines many calls and
+//! is replaced after it drops), plus dedicated connections for blocking claims so a BLMOVE never stalls
+//! other calls. Also the retry policy (LOADING, dropped connections) and script execution with NOSCRIPT
+//! fallback.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, ProtocolVersion, PushInfo, PushKind, Value};
+
+use crate::config::Options;
+use crate::errors::{Error, ErrorKind, Result};
+use crate::scripts;
+
+/// How long a LOADING server is waited for before the call fails.
+const LOADING_WAIT: Duration = Duration::from_secs(10);
+/// Idle dedicated connections kept for the next blocking claim.
+const MAX_IDLE_DEDICATED: usize = 8;
+
+/// A connection and the flag its driver sets when the socket closes (RESP3 disconnect notice), so a
+/// connection the server dropped while idle is replaced before a call is sent on it (like redis-py's
+/// check on checkout): a claim, which is not repeated after a drop, then does not fail needlessly.
+#[derive(Clone)]
+struct Live {
+    conn: MultiplexedConnection,
+    dead: Arc<AtomicBool>,
+}
+
+impl Live {
+    fn alive(&self) -> bool {
+        !self.dead.load(Ordering::Acquire)
+    }
+}
+
+struct Slot {
+    /// The live connection and its generation (so a late failure does not drop a newer connection).
+    conn: Mutex<Option<(u64, Live)>>,
+    /// Held while connecting, so concurrent callers wait for one connection instead of opening many.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+/// A connection lent by the pool; report failures with [`Pool::failed`].
+pub struct Conn {
+    pub conn: MultiplexedConnection,
+    generation: u64,
+}
+
+pub struct Pool {
+    client: redis::Client,
+    pub opts: Arc<Options>,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+    generation: AtomicU64,
+    dedicated: Mutex<Vec<Live>>,
+}
+
+impl Pool {
+    /// Parses the URL; connects lazily on first use.
+    pub fn new(opts: Arc<Options>) -> Result<Self> {
+        let invalid =
+            |e: redis::RedisError| Error::invalid(format!("invalid Redis URL \"{}\": {}", opts.redacted, e.category()));
+        let info = opts.url.as_str().into_connection_info().map_err(invalid)?;
+        // RESP3, for the disconnect notice (see `Live`); replies are decoded for both protocols.
+        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)?;
+        let slots = (0..opts.pool_size)
+            .map(|_| Slot {
+                conn: Mutex::new(None),
+                connecting: tokio::sync::Mutex::new(()),
+            })
+            .collect();
+        Ok(Self {
+            client,
+            opts,
+            slots,
+            next: AtomicUsize::new(0),
+            generation: AtomicU64::new(1),
+            dedicated: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The URL with any password masked (never the real one: it may hold a secret).
+    pub fn shown_url(&self) -> &str {
+        &self.opts.redacted
+    }
+
+    /// Maps a redis-rs error with this pool's (redacted) URL.
+    pub fn map_err(&self, err: redis::RedisError) -> Error {
+        Error::from_redis(&err, self.shown_url())
+    }
+
+    async fn connect(&self, response_timeout: Duration) -> Result<Live> {
+        let dead = Arc::new(AtomicBool::new(false));
+        let flag = dead.clone();
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.opts.connect_timeout))
+            .set_response_timeout(Some(response_timeout))
+            .set_push_sender(move |info: PushInfo| {
+                if info.kind == PushKind::Disconnection {
+                    flag.store(true, Ordering::Release);
+                }
+                Ok::<(), ()>(())
+            });
+        let mut conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| {
+                let err = self.map_err(e);
+                match err.kind {
+                    // A connect that times out is a connection failure, not a slow command.
+                    ErrorKind::Timeout => Error::new(
+                        ErrorKind::Connection,
+                        format!(
+                            "cannot connect to Redis at {} within {} s",
+                            self.shown_url(),
+                            self.opts.connect_timeout.as_secs_f64()
+                        ),
+                    ),
+                    _ => err,
+                }
+            })?;
+        if let Some(name) = &self.opts.client_name {
+            let mut cmd = redis::cmd("CLIENT");
+            cmd.arg("SETNAME").arg(name);
+            cmd.query_async::<()>(&mut conn).await.map_err(|e| self.map_err(e))?;
+        }
+        Ok(Live { conn, dead })
+    }
+
+    /// A shared connection, round-robin over the slots; connects the slot if needed.
+    pub async fn get(&self) -> Result<Conn> {
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        self.get_slot(slot).await
+    }
+
+    async fn get_slot(&self, slot: usize) -> Result<Conn> {
+        let s = &self.slots[slot];
+        let current = || match s.conn.lock().unwrap().as_ref() {
+            Some((generation, live)) if live.alive() => Some(Conn {
+                conn: live.conn.clone(),
+                generation: *generation,
+            }),
+            _ => None,
+        };
+        if let Some(conn) = current() {
+            return Ok(conn);
+        }
+        let _connecting = s.connecting.lock().await;
+        if let Some(conn) = current() {
+            return Ok(conn);
+        }
+        let live = self.connect(self.opts.command_timeout).await?;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let conn = live.conn.clone();
+        *s.conn.lock().unwrap() = Some((generation, live));
+        Ok(Conn { conn, generation })
+    }
+
+    /// After a dropped connection, forgets it and every other connection made before it: whatever
+    /// dropped one (a server restart, CLIENT KILL, a network cut) most likely dropped them all, and each
+    /// would otherwise fail one more call. Calls in flight keep theirs; the next calls reconnect.
+    pub fn failed(&self, conn: &Conn, err: &Error) {
+        if err.kind != ErrorKind::Connection {
+            return;
+        }
+        for slot in &self.slots {
+            let mut state = slot.conn.lock().unwrap();
+            if matches!(state.as_ref(), Some((g, _)) if *g <= conn.generation) {
+                *state = None;
+            }
+        }
+        self.dedicated.lock().unwrap().clear();
+    }
+
+    /// Runs one blocking command on a dedicated connection (never a shared one, which it would stall), with
+    /// a response timeout of `block` + command timeout. An idle connection kept from an earlier call may
+    /// have died meanwhile: then the command is sent once more on a new connection.
+    pub async fn blocking(&self, block: Duration, cmd: &Cmd) -> Result<Value> {
+        let timeout = block + self.opts.command_timeout;
+        let idle = {
+            let mut idle = self.dedicated.lock().unwrap();
+            idle.retain(Live::alive);
+            idle.pop()
+        };
+        let reused = idle.is_some();
+        let mut live = match idle {
+            Some(live) => live,
+            None => self.connect(timeout).await?,
+        };
+        live.conn.set_response_timeout(timeout);
+        let mut result = self.query(&mut live.conn, cmd).await;
+        if reused && matches!(&result, Err(e) if e.kind == ErrorKind::Connection) {
+            live = self.connect(timeout).await?;
+            result = self.query(&mut live.conn, cmd).await;
+        }
+        if result.is_ok() {
+            self.give_back(live);
+        }
+        result
+    }
+
+    /// Keeps a dedicated connection after a blocking call that completed normally.
+    fn give_back(&self, live: Live) {
+        let mut idle = self.dedicated.lock().unwrap();
+        if idle.len() < MAX_IDLE_DEDICATED && live.alive() {
+            idle.push(live);
+        }
+    }
+
+    /// Drops every connection (in-flight calls keep theirs until they finish).
+    pub fn close(&self) {
+        for s in &self.slots {
+            s.conn.lock().unwrap().take();
+        }
+        self.dedicated.lock().unwrap().clear();
+    }
+
+    /// Runs `op` on a shared connection. LOADING is waited out (up to 10 s, backing off); after a dropped
+    /// connection the pool reconnects and, when `idempotent`, `op` runs once more.
+    pub async fn run<T, F, Fut>(&self, idempotent: bool, mut op: F) -> Result<T>
+    where
+        F: FnMut(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(50);
+        let mut retried = false;
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        loop {
+            // The same slot on every attempt: after a drop it reconnects, while other slots may be dead too.
+            let result = match self.get_slot(slot).await {
+                Ok(conn) => {
+                    let result = op(conn.conn.clone()).await;
+                    if let Err(err) = &result {
+                        self.failed(&conn, err);
+                    }
+                    result
+                }
+                Err(err) => Err(err),
+            };
+            match result {
+                Err(err) if err.kind == ErrorKind::Loading => {
+                    if started.elapsed() >= LOADING_WAIT {
+                        return Err(Error::new(
+                            ErrorKind::Connection,
+                            format!(
+                                "Redis at {} is loading its dataset (still after {} s)",
+                                self.shown_url(),
+                                LOADING_WAIT.as_secs()
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+                Err(err) if err.kind == ErrorKind::Connection && idempotent && !retried => retried = true,
+                other => return other,
+            }
+        }
+    }
+
+    /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
+    /// the replies in order. Scripts missing from the server's cache are loaded and their calls resent.
+    /// The first error reply, if any, becomes the error.
+    pub async fn eval_pipe(
+        &self,
+        conn: &mut MultiplexedConnection,
+        ids: &[scripts::Id],
+        pipe: &Pipeline,
+    ) -> Result<Vec<Value>> {
+        let mut replies = self.send_pipeline(conn, pipe).await?;
+        let missing: Vec<usize> = (0..replies.len()).filter(|&i| is_noscript(&replies[i])).collect();
+        if !missing.is_empty() {
+            let mut load = Pipeline::new();
+            let mut loaded: Vec<scripts::Id> = Vec::new();
+            for &i in &missing {
+                if !loaded.contains(&ids[i]) {
+                    loaded.push(ids[i]);
+                    load.add_command(scripts::load_cmd(ids[i].script()));
+                }
+            }
+            first_error(self.send_pipeline(conn, &load).await?)?;
+            let all: Vec<&Cmd> = pipe.cmd_iter().collect();
+            let mut again = Pipeline::with_capacity(missing.len());
+            for &i in &missing {
+                again.add_command(all[i].clone());
+            }
+            for (&i, reply) in missing.iter().zip(self.send_pipeline(conn, &again).await?) {
+                replies[i] = reply;
+            }
+        }
+        first_error(replies)
+    }
+
+    /// One EVALSHA call (see [`Pool::eval_pipe`]).
+    pub async fn eval(&self, conn: &mut MultiplexedConnection, id: scripts::Id, cmd: &Cmd) -> Result<Value> {
+        let mut pipe = Pipeline::with_capacity(1);
+        pipe.add_command(cmd.clone());
+        let mut replies = self.eval_pipe(conn, &[id], &pipe).await?;
+        replies.pop().ok_or_else(|| Error::protocol("Redis sent no reply"))
+    }
+
+    async fn send_pipeline(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
+        let replies = conn
+            .send_packed_commands(pipe, 0, pipe.len())
+            .await
+            .map_err(|e| self.map_err(e))?;
+        if replies.len() != pipe.len() {
+            return Err(Error::protocol(format!(
+                "Redis sent {} replies for {} commands",
+                replies.len(),
+                pipe.len()
+            )));
+        }
+        Ok(replies)
+    }
+
+    /// One plain command on a shared connection.
+    pub async fn query(&self, conn: &mut MultiplexedConnection, cmd: &Cmd) -> Result<Value> {
+        let reply = conn.send_packed_command(cmd).await.map_err(|e| self.map_err(e))?;
+        match reply {
+            Value::ServerError(e) => Err(Error::server(e.code(), e.details().unwrap_or(""))),
+            v => Ok(v),
+        }
+    }
+}
+
+fn is_noscript(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if e.code() == "NOSCRIPT")
+}
+
+fn first_error(replies: Vec<Value>) -> Result<Vec<Value>> {
+    if let Some(Value::ServerError(e)) = replies.iter().find(|v| matches!(v, Value::ServerError(_))) {
+        return Err(Error::server(e.code(), e.details().unwrap_or("")));
+    }
+    Ok(replies)
+}

@@ -1,0 +1,135 @@
+//! Key layout: the Rust twin of `python/ferroq/protocol/keys.py` (checked by the parity tests).
+
+pub const RFQ_PREFIX: &str = "rfq:";
+
+pub fn rfq_backlog(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:backlog")
+}
+
+pub fn rfq_nextlog(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:nextlog")
+}
+
+pub fn rfq_message_prefix(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:message:")
+}
+
+pub fn rfq_message(topic: &str, id: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:message:{id}")
+}
+
+pub fn rfq_leases(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:leases")
+}
+
+pub fn rfq_deliveries(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:deliveries")
+}
+
+/// Every key of one topic, built once per `Topic`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicKeys {
+    pub name: String,
+    pub backlog: String,
+    pub nextlog: String,
+    pub leases: String,
+    pub deliveries: String,
+    pub message_prefix: String,
+}
+
+impl TopicKeys {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            backlog: rfq_backlog(name),
+            nextlog: rfq_nextlog(name),
+            leases: rfq_leases(name),
+            deliveries: rfq_deliveries(name),
+            message_prefix: rfq_message_prefix(name),
+        }
+    }
+
+    /// The four keys every topic script takes first: backlog, nextlog, leases, deliveries.
+    pub fn topic_keys(&self) -> [&str; 4] {
+        [&self.backlog, &self.nextlog, &self.leases, &self.deliveries]
+    }
+
+    pub fn message(&self, id: &str) -> String {
+        let mut key = String::with_capacity(self.message_prefix.len() + id.len());
+        key.push_str(&self.message_prefix);
+        key.push_str(id);
+        key
+    }
+
+    /// The list key of `queue` (validated by the caller).
+    pub fn list(&self, queue: Queue) -> &str {
+        match queue {
+            Queue::Backlog => &self.backlog,
+            Queue::Nextlog => &self.nextlog,
+        }
+    }
+
+    /// backlog, nextlog, leases, deliveries, message prefix (what `rfq_keys()` returns to Python).
+    pub fn all(&self) -> Vec<String> {
+        vec![
+            self.backlog.clone(),
+            self.nextlog.clone(),
+            self.leases.clone(),
+            self.deliveries.clone(),
+            self.message_prefix.clone(),
+        ]
+    }
+}
+
+/// The two lists of a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    Backlog,
+    Nextlog,
+}
+
+/// The topic name inside a `rfq:<topic>:backlog` / `:nextlog` key, if it is one.
+pub fn topic_of_list_key(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(RFQ_PREFIX)?;
+    let name = rest
+        .strip_suffix(":backlog")
+        .or_else(|| rest.strip_suffix(":nextlog"))?;
+    (!name.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_match_python() {
+        let k = TopicKeys::new("jobs");
+        assert_eq!(k.backlog, "rfq:jobs:backlog");
+        assert_eq!(k.nextlog, "rfq:jobs:nextlog");
+        assert_eq!(k.leases, "rfq:jobs:leases");
+        assert_eq!(k.deliveries, "rfq:jobs:deliveries");
+        assert_eq!(k.message_prefix, "rfq:jobs:message:");
+        assert_eq!(k.message("ab12"), "rfq:jobs:message:ab12");
+        assert_eq!(k.message("ab12"), rfq_message("jobs", "ab12"));
+        assert_eq!(
+            k.topic_keys(),
+            [
+                "rfq:jobs:backlog",
+                "rfq:jobs:nextlog",
+                "rfq:jobs:leases",
+                "rfq:jobs:deliveries"
+            ]
+        );
+        assert_eq!(k.list(Queue::Nextlog), "rfq:jobs:nextlog");
+        assert_eq!(k.all().len(), 5);
+    }
+
+    #[test]
+    fn list_keys_name_topics() {
+        assert_eq!(topic_of_list_key("rfq:jobs:backlog"), Some("jobs"));
+        assert_eq!(topic_of_list_key("rfq:a.b:nextlog"), Some("a.b"));
+        assert_eq!(topic_of_list_key("rfq::backlog"), None);
+        assert_eq!(topic_of_list_key("rfq:jobs:leases"), None);
+        assert_eq!(topic_of_list_key("other:jobs:backlog"), None);
+    }
+}

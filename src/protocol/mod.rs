@@ -1,0 +1,6 @@
+//! The wire protocols, in pure Rust (no pyo3): key layout, validation, ids and batch-first operations.
+
+pub mod ids;
+pub mod keys;
+pub mod rfq;
+pub mod validate;

@@ -1,0 +1,649 @@
+//! rfq topics: batch-first operations on a [`Pool`], returning Rust values.
+//!
+//! Every call sends exactly the scripts and arguments of `.contract.md`, so the pure-Python client and
+//! this core leave identical Redis state.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, Pipeline, Value};
+
+use crate::errors::{Error, Result};
+use crate::pool::Pool;
+use crate::protocol::ids;
+use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys};
+use crate::scripts::{self, Id};
+
+/// Messages handled per call by harvest and purge (they repeat while the limit is reached).
+pub const STEP_LIMIT: usize = 1000;
+/// Upper bound on those repetitions, so no loop is unbounded.
+const MAX_STEPS: usize = 10_000;
+/// A pipeline is cut after this many bytes of arguments, so one reply never waits on a huge write.
+const PIPELINE_BYTES: usize = 8 << 20;
+/// Polling backoff of a blocking claim over several topics.
+const POLL_MIN: Duration = Duration::from_millis(5);
+const POLL_MAX: Duration = Duration::from_millis(100);
+
+pub type Fields = Vec<(String, String)>;
+
+/// A claimed message; `topic` indexes the topics given to [`claim`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    pub topic: usize,
+    pub id: String,
+    pub deliveries: i64,
+    pub fields: Fields,
+}
+
+/// An id to commit / extend / release, with its fencing token ('' = unfenced).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    pub topic: Arc<TopicKeys>,
+    pub id: String,
+    pub token: String,
+}
+
+/// One entry of [`inspect`]; times are epoch milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InspectEntry {
+    pub id: String,
+    pub fields: Option<Fields>,
+    pub deliveries: i64,
+    pub claimed_at_ms: Option<f64>,
+    pub lease_deadline_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    pub backlog: i64,
+    pub nextlog: i64,
+    pub leased: i64,
+    pub expired: i64,
+    pub oldest_age: Option<f64>,
+}
+
+// ---- reply decoding -------------------------------------------------------------------------------
+
+fn unexpected(what: &str, v: &Value) -> Error {
+    Error::protocol(format!("unexpected reply from Redis for {what}: {v:?}"))
+}
+
+fn string(v: Value) -> Result<String> {
+    match v {
+        Value::BulkString(b) => {
+            Ok(String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        }
+        Value::SimpleString(s) => Ok(s),
+        Value::Int(n) => Ok(n.to_string()),
+        Value::Okay => Ok("OK".into()),
+        other => Err(unexpected("a string", &other)),
+    }
+}
+
+fn opt_string(v: Value) -> Result<Option<String>> {
+    match v {
+        Value::Nil | Value::Boolean(false) => Ok(None),
+        v => string(v).map(Some),
+    }
+}
+
+fn int(v: Value) -> Result<i64> {
+    match v {
+        Value::Int(n) => Ok(n),
+        Value::BulkString(ref b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| unexpected("an integer", &v)),
+        other => Err(unexpected("an integer", &other)),
+    }
+}
+
+fn opt_number(v: Value) -> Result<Option<f64>> {
+    match v {
+        Value::Nil | Value::Boolean(false) => Ok(None),
+        Value::Int(n) => Ok(Some(n as f64)),
+        Value::Double(d) => Ok(Some(d)),
+        Value::BulkString(ref b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map(Some)
+            .ok_or_else(|| unexpected("a number", &v)),
+        other => Err(unexpected("a number", &other)),
+    }
+}
+
+fn array(v: Value) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(items) | Value::Set(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(unexpected("an array", &other)),
+    }
+}
+
+/// A flat `[f1, v1, f2, v2, ...]` list (or a RESP3 map) as pairs.
+fn pairs(v: Value) -> Result<Fields> {
+    match v {
+        Value::Map(items) => items.into_iter().map(|(k, v)| Ok((string(k)?, string(v)?))).collect(),
+        v => {
+            let items = array(v)?;
+            if items.len() % 2 != 0 {
+                return Err(Error::protocol("a message hash reply has an odd number of elements"));
+            }
+            let mut out = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                out.push((string(k)?, string(v)?));
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn take<const N: usize>(v: Value, what: &str) -> Result<[Value; N]> {
+    let items = array(v)?;
+    let n = items.len();
+    items
+        .try_into()
+        .map_err(|_| Error::protocol(format!("{what}: expected {N} elements, got {n}")))
+}
+
+// ---- command building -------------------------------------------------------------------------------
+
+/// Splits `cmds` into pipelines of at most [`PIPELINE_BYTES`] each (always at least one command each).
+fn pipelines(cmds: Vec<Cmd>) -> Vec<Pipeline> {
+    let mut out = Vec::new();
+    let mut pipe = Pipeline::new();
+    let mut bytes = 0;
+    for cmd in cmds {
+        let size: usize = cmd
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.len() + 8,
+                _ => 8,
+            })
+            .sum();
+        if !pipe.is_empty() && bytes + size > PIPELINE_BYTES {
+            out.push(std::mem::take(&mut pipe));
+            bytes = 0;
+        }
+        bytes += size;
+        pipe.add_command(cmd);
+    }
+    if !pipe.is_empty() {
+        out.push(pipe);
+    }
+    out
+}
+
+/// Runs all `pipes` (every command one call of `script`) on one connection, in order; returns all replies.
+async fn eval_all(pool: &Pool, idempotent: bool, script: Id, pipes: &[Pipeline]) -> Result<Vec<Value>> {
+    pool.run(idempotent, |mut conn| async move {
+        let mut replies = Vec::new();
+        for pipe in pipes {
+            let ids = vec![script; pipe.len()];
+            replies.extend(pool.eval_pipe(&mut conn, &ids, pipe).await?);
+        }
+        Ok(replies)
+    })
+    .await
+}
+
+async fn eval_one(pool: &Pool, idempotent: bool, script: Id, cmd: &Cmd) -> Result<Value> {
+    pool.run(
+        idempotent,
+        |mut conn| async move { pool.eval(&mut conn, script, cmd).await },
+    )
+    .await
+}
+
+// ---- operations -------------------------------------------------------------------------------------
+
+/// Publishes validated messages; returns their new ids in input order.
+pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>, front: bool) -> Result<Vec<String>> {
+    if messages.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = ids::new_ids(messages.len());
+    let chunk = pool.opts.chunk_size;
+    let mut cmds: Vec<Cmd> = ids
+        .chunks(chunk)
+        .zip(messages.chunks(chunk))
+        .map(|(ids, msgs)| {
+            let mut cmd = scripts::evalsha(Id::Publish, 1 + ids.len());
+            cmd.arg(&topic.backlog);
+            for id in ids {
+                cmd.arg(topic.message(id));
+            }
+            cmd.arg(if front { "1" } else { "0" });
+            for (id, fields) in ids.iter().zip(msgs) {
+                cmd.arg(id).arg(fields.len());
+                for (k, v) in fields {
+                    cmd.arg(k).arg(v);
+                }
+            }
+            cmd
+        })
+        .collect();
+    if front {
+        // The last chunk goes first, so the whole batch ends up consumed next, in input order.
+        cmds.reverse();
+    }
+    drop(messages);
+    // Insert-if-absent: repeating after a dropped connection never duplicates.
+    eval_all(pool, true, Id::Publish, &pipelines(cmds)).await?;
+    Ok(ids)
+}
+
+fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str) -> Cmd {
+    let mut cmd = scripts::evalsha(Id::Claim, 4 * topics.len());
+    for t in topics {
+        cmd.arg(&t.topic_keys()[..]);
+    }
+    cmd.arg(count).arg(lease_ms).arg(moved);
+    for t in topics {
+        cmd.arg(&t.message_prefix);
+    }
+    cmd
+}
+
+fn decode_claim(reply: Value, ntopics: usize) -> Result<Vec<Claimed>> {
+    let [_now, items] = take::<2>(reply, "claim reply")?;
+    array(items)?
+        .into_iter()
+        .map(|item| {
+            let [ti, id, d, body] = take::<4>(item, "claimed message")?;
+            let ti = int(ti)?;
+            if ti < 1 || ti as usize > ntopics {
+                return Err(Error::protocol(format!("claim reply names topic {ti} of {ntopics}")));
+            }
+            Ok(Claimed {
+                topic: ti as usize - 1,
+                id: string(id)?,
+                deliveries: int(d)?,
+                fields: pairs(body)?,
+            })
+        })
+        .collect()
+}
+
+/// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many
+/// seconds for the first message: BLMOVE on a dedicated connection for one topic, polling for several.
+pub async fn claim(
+    pool: &Pool,
+    topics: &[Arc<TopicKeys>],
+    count: usize,
+    block: Option<f64>,
+    lease_ms: u64,
+) -> Result<Vec<Claimed>> {
+    let cmd = claim_cmd(topics, count, lease_ms, "");
+    // A claim moves messages: repeating it after a drop could lease messages nobody receives.
+    let first = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+    let Some(block) = block else { return Ok(first) };
+    if !first.is_empty() {
+        return Ok(first);
+    }
+    if topics.len() == 1 {
+        let topic = &topics[0];
+        let wait = Duration::from_secs_f64(block);
+        let mut blmove = redis::cmd("BLMOVE");
+        // Redis reads a timeout under 1 ms as 0, which blocks forever: never send less.
+        let timeout = format!("{:.3}", block.max(0.001));
+        blmove
+            .arg(&topic.backlog)
+            .arg(&topic.nextlog)
+            .arg("RIGHT")
+            .arg("LEFT")
+            .arg(timeout);
+        let moved = opt_string(pool.blocking(wait, &blmove).await?)?;
+        let Some(moved) = moved else { return Ok(Vec::new()) };
+        // The moved id is at the nextlog's head without a lease; claim-4n leases it first. Should this
+        // call fail, harvest gives the id a lease at first sight, so it is not lost.
+        let cmd = claim_cmd(topics, count, lease_ms, &moved);
+        return decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(block);
+    let mut pause = POLL_MIN;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Vec::new());
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(POLL_MAX);
+        let got = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+        if !got.is_empty() {
+            return Ok(got);
+        }
+    }
+}
+
+/// Groups `items` by topic into chunked calls of `script`; `build` makes one call from a topic and a chunk.
+/// Returns the ids each call reported, flattened, as (topic name, id) pairs.
+async fn fenced(
+    pool: &Pool,
+    items: &[Held],
+    script: Id,
+    reverse_chunks: bool,
+    build: impl Fn(&TopicKeys, &[&Held]) -> Cmd,
+) -> Result<Vec<String>> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: HashMap<&str, (Arc<TopicKeys>, Vec<&Held>)> = HashMap::new();
+    for item in items {
+        let name = item.topic.name.as_str();
+        groups
+            .entry(name)
+            .or_insert_with(|| {
+                order.push(name);
+                (item.topic.clone(), Vec::new())
+            })
+            .1
+            .push(item);
+    }
+    let mut cmds = Vec::new();
+    for name in &order {
+        let (topic, held) = &groups[name];
+        let mut chunk_cmds: Vec<Cmd> = held.chunks(pool.opts.chunk_size).map(|c| build(topic, c)).collect();
+        if reverse_chunks {
+            chunk_cmds.reverse();
+        }
+        cmds.extend(chunk_cmds);
+    }
+    let pipes = pipelines(cmds);
+    // Commit, extend and release are fenced and idempotent: repeating after a drop is safe.
+    let replies = eval_all(pool, true, script, &pipes).await?;
+    // The replies hold ids only; map them back to (topic, id) through the call each came from.
+    let mut done: HashSet<(String, String)> = HashSet::new();
+    let mut reply_iter = replies.into_iter();
+    for name in &order {
+        let (_, held) = &groups[name];
+        for _ in held.chunks(pool.opts.chunk_size) {
+            let reply = reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?;
+            for id in array(reply)? {
+                done.insert((name.to_string(), string(id)?));
+            }
+        }
+    }
+    // Input order, each id once.
+    let mut out = Vec::new();
+    for item in items {
+        if done.remove(&(item.topic.name.clone(), item.id.clone())) {
+            out.push(item.id.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes messages whose claim is still current (fenced by the token); returns the ids committed.
+pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
+    fenced(pool, items, Id::Commit, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Commit, 3 + chunk.len());
+        cmd.arg(&t.nextlog).arg(&t.leases).arg(&t.deliveries);
+        for h in chunk {
+            cmd.arg(t.message(&h.id));
+        }
+        for h in chunk {
+            cmd.arg(&h.id).arg(&h.token);
+        }
+        cmd
+    })
+    .await
+}
+
+/// Renews leases to `lease_ms` from now; returns the ids renewed.
+pub async fn extend(pool: &Pool, items: &[Held], lease_ms: u64) -> Result<Vec<String>> {
+    fenced(pool, items, Id::Extend, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Extend, 2);
+        cmd.arg(&t.leases).arg(&t.deliveries).arg(lease_ms);
+        for h in chunk {
+            cmd.arg(&h.id).arg(&h.token);
+        }
+        cmd
+    })
+    .await
+}
+
+/// Gives held messages back to the backlog's consume end, in input order; returns the ids released.
+pub async fn release(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
+    // Each chunk lands in front of the previous one, so the last chunk is sent first.
+    fenced(pool, items, Id::Release, true, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Release, 4);
+        cmd.arg(&t.topic_keys()[..]);
+        for h in chunk {
+            cmd.arg(&h.id).arg(&h.token);
+        }
+        cmd
+    })
+    .await
+}
+
+/// Requeues expired claims (or, with `all`, every claim); returns their ids.
+pub async fn harvest(pool: &Pool, topic: &TopicKeys, all: bool, lease_ms: u64) -> Result<Vec<String>> {
+    if all {
+        let mut cmd = scripts::evalsha(Id::HarvestAll, 4);
+        cmd.arg(&topic.topic_keys()[..]);
+        return array(eval_one(pool, false, Id::HarvestAll, &cmd).await?)?
+            .into_iter()
+            .map(string)
+            .collect();
+    }
+    let mut cmd = scripts::evalsha(Id::Harvest, 4);
+    cmd.arg(&topic.topic_keys()[..]).arg(lease_ms).arg(STEP_LIMIT);
+    let mut out = Vec::new();
+    for _ in 0..MAX_STEPS {
+        let [requeued, handled] = take::<2>(eval_one(pool, false, Id::Harvest, &cmd).await?, "harvest reply")?;
+        for id in array(requeued)? {
+            out.push(string(id)?);
+        }
+        if int(handled)? != STEP_LIMIT as i64 {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The fields of one message, or None.
+pub async fn peek(pool: &Pool, topic: &TopicKeys, id: &str) -> Result<Option<Fields>> {
+    let mut cmd = redis::cmd("HGETALL");
+    cmd.arg(topic.message(id));
+    let cmd = &cmd;
+    let fields = pairs(
+        pool.run(true, |mut conn| async move { pool.query(&mut conn, cmd).await })
+            .await?,
+    )?;
+    Ok((!fields.is_empty()).then_some(fields))
+}
+
+pub async fn inspect(
+    pool: &Pool,
+    topic: &TopicKeys,
+    queue: Queue,
+    start: usize,
+    count: usize,
+) -> Result<Vec<InspectEntry>> {
+    let mut cmd = scripts::evalsha(Id::Inspect, 3);
+    cmd.arg(topic.list(queue))
+        .arg(&topic.leases)
+        .arg(&topic.deliveries)
+        .arg(start)
+        .arg(count)
+        .arg(&topic.message_prefix);
+    let [_now, items] = take::<2>(eval_one(pool, true, Id::Inspect, &cmd).await?, "inspect reply")?;
+    array(items)?
+        .into_iter()
+        .map(|item| {
+            let [id, d, at, deadline, body] = take::<5>(item, "inspect entry")?;
+            let fields = pairs(body)?;
+            Ok(InspectEntry {
+                id: string(id)?,
+                fields: (!fields.is_empty()).then_some(fields),
+                deliveries: opt_number(d)?.map_or(0, |d| d as i64),
+                claimed_at_ms: opt_number(at)?,
+                lease_deadline_ms: opt_number(deadline)?,
+            })
+        })
+        .collect()
+}
+
+pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
+    let mut cmd = scripts::evalsha(Id::Stats, 4);
+    cmd.arg(&topic.topic_keys()[..]);
+    let [now, backlog, nextlog, leased, expired, oldest_b, oldest_n] =
+        take::<7>(eval_one(pool, true, Id::Stats, &cmd).await?, "stats reply")?;
+    let now_s = int(now)? as f64 / 1000.0;
+    let published: Vec<f64> = [opt_string(oldest_b)?, opt_string(oldest_n)?]
+        .iter()
+        .flatten()
+        .filter_map(|id| ids::published_unix_seconds(id))
+        .collect();
+    let oldest_age = published.into_iter().reduce(f64::min).map(|t| now_s - t);
+    Ok(Stats {
+        backlog: int(backlog)?,
+        nextlog: int(nextlog)?,
+        leased: int(leased)?,
+        expired: int(expired)?,
+        oldest_age,
+    })
+}
+
+/// Deletes every message of one list; returns how many.
+pub async fn purge(pool: &Pool, topic: &TopicKeys, queue: Queue) -> Result<i64> {
+    let mut cmd = scripts::evalsha(Id::Purge, 3);
+    cmd.arg(topic.list(queue))
+        .arg(&topic.leases)
+        .arg(&topic.deliveries)
+        .arg(&topic.message_prefix)
+        .arg(STEP_LIMIT);
+    let mut total = 0;
+    // Bounded: at most MAX_STEPS * 100 calls of STEP_LIMIT messages each.
+    for _ in 0..MAX_STEPS * 100 {
+        let n = int(eval_one(pool, false, Id::Purge, &cmd).await?)?;
+        total += n;
+        if n != STEP_LIMIT as i64 {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+/// Every topic with a backlog or nextlog, sorted (SCAN, never KEYS).
+pub async fn topics(pool: &Pool) -> Result<Vec<String>> {
+    pool.run(true, |mut conn| async move {
+        let mut names = std::collections::BTreeSet::new();
+        for pattern in ["rfq:*:backlog", "rfq:*:nextlog"] {
+            let mut cursor = "0".to_string();
+            // Bounded: a full SCAN ends when the cursor is back at 0.
+            for _ in 0..10_000_000 {
+                let mut cmd = redis::cmd("SCAN");
+                cmd.arg(&cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .arg("TYPE")
+                    .arg("list");
+                let [next, keys] = take::<2>(pool.query(&mut conn, &cmd).await?, "SCAN reply")?;
+                for key in array(keys)? {
+                    let key = string(key)?;
+                    if let Some(name) = topic_of_list_key(&key) {
+                        names.insert(name.to_string());
+                    }
+                }
+                cursor = string(next)?;
+                if cursor == "0" {
+                    break;
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    })
+    .await
+}
+
+pub async fn ping(pool: &Pool) -> Result<bool> {
+    let cmd = &redis::cmd("PING");
+    pool.run(true, |mut conn| async move { pool.query(&mut conn, cmd).await })
+        .await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packed(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8(b.to_vec()).unwrap(),
+                _ => "<cursor>".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claim_command_layout() {
+        let topics = vec![Arc::new(TopicKeys::new("a")), Arc::new(TopicKeys::new("b"))];
+        let args = packed(&claim_cmd(&topics, 10, 30_000, ""));
+        assert_eq!(args[0], "EVALSHA");
+        assert_eq!(args[1], Id::Claim.script().sha);
+        assert_eq!(args[2], "8");
+        assert_eq!(
+            &args[3..7],
+            ["rfq:a:backlog", "rfq:a:nextlog", "rfq:a:leases", "rfq:a:deliveries"]
+        );
+        assert_eq!(&args[11..], ["10", "30000", "", "rfq:a:message:", "rfq:b:message:"]);
+    }
+
+    #[test]
+    fn claim_reply_decoding() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let reply = Value::Array(vec![
+            Value::Int(1),
+            Value::Array(vec![Value::Array(vec![
+                Value::Int(2),
+                b("id1"),
+                Value::Int(3),
+                Value::Array(vec![b("k"), b("v")]),
+            ])]),
+        ]);
+        let got = decode_claim(reply, 2).unwrap();
+        assert_eq!(
+            got,
+            vec![Claimed {
+                topic: 1,
+                id: "id1".into(),
+                deliveries: 3,
+                fields: vec![("k".into(), "v".into())]
+            }]
+        );
+        let bad = Value::Array(vec![
+            Value::Int(1),
+            Value::Array(vec![Value::Array(vec![
+                Value::Int(3),
+                b("x"),
+                Value::Int(1),
+                Value::Array(vec![]),
+            ])]),
+        ]);
+        assert!(decode_claim(bad, 2).is_err());
+    }
+
+    #[test]
+    fn pipelines_are_cut_by_size() {
+        let big = "x".repeat(PIPELINE_BYTES / 2);
+        let cmds: Vec<Cmd> = (0..5)
+            .map(|_| {
+                let mut c = redis::cmd("SET");
+                c.arg("k").arg(&big);
+                c
+            })
+            .collect();
+        let pipes = pipelines(cmds);
+        assert_eq!(pipes.iter().map(|p| p.len()).sum::<usize>(), 5);
+        assert!(pipes.len() >= 3);
+        assert!(pipelines(Vec::new()).is_empty());
+    }
+}

@@ -1,0 +1,137 @@
+//! Every Lua script, embedded from the Python package (the one copy), with its SHA1 for EVALSHA.
+
+use std::sync::LazyLock;
+
+use redis::Cmd;
+
+macro_rules! lua {
+    ($proto:literal, $op:literal) => {
+        (
+            concat!($proto, "/", $op),
+            include_str!(concat!("../python/ferroq/protocol/lua/", $proto, "/", $op, ".lua")),
+        )
+    };
+}
+
+/// The scripts, by `<protocol>/<op>-<numkeys>` name.
+const SOURCES: &[(&str, &str)] = &[
+    lua!("rfq", "claim-4n"),
+    lua!("rfq", "commit-3n"),
+    lua!("rfq", "extend-2"),
+    lua!("rfq", "harvest-4"),
+    lua!("rfq", "harvest_all-4"),
+    lua!("rfq", "inspect-3"),
+    lua!("rfq", "publish-1n"),
+    lua!("rfq", "purge-3"),
+    lua!("rfq", "release-4"),
+    lua!("rfq", "stats-4"),
+];
+
+/// One embedded script.
+#[derive(Debug)]
+pub struct Script {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub sha: String,
+}
+
+static SCRIPTS: LazyLock<Vec<Script>> = LazyLock::new(|| {
+    SOURCES
+        .iter()
+        .map(|&(name, source)| Script {
+            name,
+            source,
+            sha: sha1_smol::Sha1::from(source).digest().to_string(),
+        })
+        .collect()
+});
+
+/// Scripts by role, so call sites cannot misspell a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Id {
+    Claim = 0,
+    Commit,
+    Extend,
+    Harvest,
+    HarvestAll,
+    Inspect,
+    Publish,
+    Purge,
+    Release,
+    Stats,
+}
+
+impl Id {
+    pub fn script(self) -> &'static Script {
+        &SCRIPTS[self as usize]
+    }
+}
+
+/// Every script, in name order.
+pub fn all() -> &'static [Script] {
+    &SCRIPTS
+}
+
+/// `EVALSHA <sha> <nkeys>`; the caller appends keys then arguments.
+pub fn evalsha(id: Id, nkeys: usize) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&id.script().sha).arg(nkeys);
+    cmd
+}
+
+/// `SCRIPT LOAD` of one script (after NOSCRIPT).
+pub fn load_cmd(script: &Script) -> Cmd {
+    let mut cmd = redis::cmd("SCRIPT");
+    cmd.arg("LOAD").arg(script.source);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_match_names() {
+        let expected = [
+            (Id::Claim, "rfq/claim-4n"),
+            (Id::Commit, "rfq/commit-3n"),
+            (Id::Extend, "rfq/extend-2"),
+            (Id::Harvest, "rfq/harvest-4"),
+            (Id::HarvestAll, "rfq/harvest_all-4"),
+            (Id::Inspect, "rfq/inspect-3"),
+            (Id::Publish, "rfq/publish-1n"),
+            (Id::Purge, "rfq/purge-3"),
+            (Id::Release, "rfq/release-4"),
+            (Id::Stats, "rfq/stats-4"),
+        ];
+        for (id, name) in expected {
+            assert_eq!(id.script().name, name);
+        }
+        assert_eq!(all().len(), expected.len());
+    }
+
+    #[test]
+    fn sha_is_sha1_of_the_file_bytes() {
+        let s = Id::Publish.script();
+        assert_eq!(s.sha.len(), 40);
+        assert_eq!(s.sha, sha1_smol::Sha1::from(s.source.as_bytes()).digest().to_string());
+        // Known vector, so the hashing itself is what Python's hashlib.sha1 computes.
+        assert_eq!(
+            sha1_smol::Sha1::from("abc").digest().to_string(),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+    }
+
+    #[test]
+    fn every_lua_file_is_embedded() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/python/ferroq/protocol/lua/rfq");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|n| n.strip_suffix(".lua").map(|n| format!("rfq/{n}")))
+            .collect();
+        files.sort();
+        let names: Vec<&str> = all().iter().map(|s| s.name).collect();
+        assert_eq!(files, names);
+    }
+}

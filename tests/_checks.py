@@ -1,0 +1,34 @@
+"""Small assertions shared by the test modules."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+ID_RE = re.compile(r'[0-9a-f]{32}')
+
+
+def assert_rfq_id(msg_id: str) -> uuid.UUID:
+    """An rfq id: 32 lowercase hex, a version-1 uuid with the multicast bit of a random node (rfq 1.2+)."""
+    assert ID_RE.fullmatch(msg_id), msg_id
+    u = uuid.UUID(hex=msg_id)
+    assert u.version == 1, msg_id
+    assert u.node & (1 << 40), f'multicast bit not set in {msg_id}'
+    return u
+
+
+def assert_recent(when: Any, seconds: float = 10.0) -> None:
+    """An aware UTC datetime within ``seconds`` of now."""
+    assert isinstance(when, datetime), when
+    assert when.tzinfo is not None and when.utcoffset() == timezone.utc.utcoffset(None), when
+    assert abs((datetime.now(timezone.utc) - when).total_seconds()) < seconds, when
+
+
+def message_keys(topic: str, ids: list[str]) -> set[str]:
+    return {f'rfq:{topic}:message:{i}' for i in ids}
+
+
+def bodies(messages: list[Any], field: str = 'n') -> list[str]:
+    return [m.fields[field] for m in messages]

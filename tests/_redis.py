@@ -1,0 +1,110 @@
+"""Throwaway redis-server processes on free loopback ports, for the fixtures.
+
+Never port 6379, never anything but 127.0.0.1; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+START_TIMEOUT = 10.0
+#: The password of the ``auth_server`` fixture's redis-server.
+PASSWORD = 's3cr3t-Pa55w0rd'
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now (the kernel picks it; never 6379)."""
+    for _ in range(20):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(('127.0.0.1', 0))
+            port = int(s.getsockname()[1])
+        if port != 6379:
+            return port
+    raise RuntimeError('no free loopback port')
+
+
+def _ping(port: int, password: str | None = None) -> bool:
+    try:
+        with socket.create_connection(('127.0.0.1', port), timeout=0.5) as s:
+            if password is not None:
+                s.sendall(f'AUTH {password}\r\n'.encode())
+                s.recv(64)
+            s.sendall(b'PING\r\n')
+            return s.recv(64).startswith(b'+PONG')
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """A redis-server child process: ``--save ''``, no AOF, data in ``directory``."""
+
+    def __init__(self, directory: Path, *extra: str, password: str | None = None) -> None:
+        exe = shutil.which('redis-server')
+        if exe is None:
+            raise RuntimeError('redis-server is not on PATH: run `make setup` (apt-get install redis-server)')
+        directory.mkdir(parents=True, exist_ok=True)
+        self.password = password
+        last_error = ''
+        for _ in range(3):  # another process may grab the port between free_port() and the bind
+            self.port = free_port()
+            args = [
+                exe,
+                '--port', str(self.port),
+                '--bind', '127.0.0.1',
+                '--save', '',
+                '--appendonly', 'no',
+                '--dir', str(directory),
+                '--logfile', str(directory / f'redis-{self.port}.log'),
+                *extra,
+            ]  # fmt: skip
+            if password is not None:
+                args += ['--requirepass', password]
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if _ping(self.port, password):
+                    return
+                time.sleep(0.02)
+            last_error = f'redis-server on port {self.port} did not answer PING (exit status {self.proc.poll()})'
+            self.stop()
+        raise RuntimeError(last_error)
+
+    @property
+    def url(self) -> str:
+        return f'redis://127.0.0.1:{self.port}/0'
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=5)
+
+
+def commandstats(r: object) -> dict[str, int]:
+    """Calls per command since the last ``CONFIG RESETSTAT`` (``evalsha``, ``client|setname``, ...)."""
+    info = r.info('commandstats')  # type: ignore[attr-defined]
+    return {name.removeprefix('cmdstat_'): int(stat['calls']) for name, stat in info.items()}
+
+
+#: Commands a client may send while (re)connecting; anything else counts as I/O for an operation.
+HANDSHAKE = frozenset(
+    {'info', 'config|resetstat', 'ping', 'hello', 'select', 'auth', 'client|setname', 'client|setinfo'}
+)
+
+
+def operation_commands(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Commands run between two :func:`commandstats` snapshots, minus the connection handshake."""
+    return {
+        name: calls - before.get(name, 0)
+        for name, calls in after.items()
+        if calls != before.get(name, 0) and name not in HANDSHAKE
+    }

@@ -1,0 +1,191 @@
+"""commit (fenced), extend, release, harvest: what happens to a claim."""
+
+from __future__ import annotations
+
+import time
+
+from _checks import bodies
+
+LEASE = 0.2
+PAST_LEASE = 0.45
+
+
+def test_commit_returns_what_was_committed(client, r):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(3)])
+    got = t.claim(count=3)
+    assert t.commit(got[::-1]) == [m.id for m in got[::-1]]  # input order
+    assert t.commit(got) == []  # already gone
+    assert r.dbsize() == 0
+
+
+def test_commit_empty_is_a_no_op(client):
+    assert client.topic('jobs').commit([]) == []
+
+
+def test_commit_bare_id_is_unfenced(client, r):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    [msg] = t.claim()
+    assert t.commit([msg.id]) == [msg.id]
+    assert r.dbsize() == 0
+
+
+def test_commit_of_unclaimed_message_is_refused(client, r):
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '0'})
+    assert t.commit([msg_id]) == []  # still waiting in the backlog: nothing holds it
+    assert r.lrange('rfq:jobs:backlog', 0, -1) == [msg_id]
+
+
+def test_fenced_commit_after_lease_takeover(client, r):
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '0'})
+    [old] = t.claim(lease=LEASE)
+    time.sleep(PAST_LEASE)
+    assert t.harvest() == [msg_id]
+    [new] = t.claim(lease=30)
+    assert new.id == msg_id
+    assert (old.deliveries, new.deliveries) == (1, 2)
+    assert new.token == 2
+    # The old holder's late commit is refused and the new claim is untouched.
+    assert t.commit([old]) == []
+    assert t.peek(msg_id) == {'n': '0'}
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [msg_id]
+    assert r.zscore('rfq:jobs:leases', msg_id) is not None
+    assert r.hget('rfq:jobs:deliveries', msg_id) == '2'
+    assert t.extend([old]) == []
+    assert t.release([old]) == []
+    assert t.commit([new]) == [msg_id]
+    assert r.dbsize() == 0
+
+
+def test_fenced_commit_after_expiry_without_takeover(client, r):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    [msg] = t.claim(lease=LEASE)
+    time.sleep(PAST_LEASE)
+    # Expired but not harvested yet: nobody else holds it, the holder may still commit.
+    assert t.commit([msg]) == [msg.id]
+    assert r.dbsize() == 0
+
+
+def test_extend_keeps_message_from_harvest(client, r):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    [msg] = t.claim(lease=0.3)
+    assert t.extend([msg], lease=30) == [msg.id]
+    time.sleep(PAST_LEASE)
+    assert t.harvest() == []
+    assert t.stats().expired == 0
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [msg.id]
+    assert t.commit([msg]) == [msg.id]
+
+
+def test_extend_sets_deadline_from_now(client, r):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    [msg] = t.claim(lease=30)
+    assert t.extend([msg.id], lease=120) == [msg.id]  # a bare id extends without fencing
+    sec, usec = r.time()
+    now_ms = int(sec) * 1000 + int(usec) // 1000
+    assert 110_000 < r.zscore('rfq:jobs:leases', msg.id) - now_ms <= 120_000
+    assert t.extend([], lease=5) == []
+
+
+def test_extend_unknown_id_returns_nothing(client):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    assert t.extend(['0' * 32]) == []
+
+
+def test_release_puts_back_at_the_front(client, r):
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': n} for n in 'abc'])
+    got = t.claim(count=2)
+    assert t.release(got) == ids[:2]
+    assert r.llen('rfq:jobs:nextlog') == 0
+    assert r.zcard('rfq:jobs:leases') == 0
+    again = t.claim(count=3)
+    assert bodies(again) == ['a', 'b', 'c']
+    assert [m.deliveries for m in again] == [2, 2, 1]
+    assert t.release([]) == []
+
+
+def test_release_is_fenced(client):
+    t = client.topic('jobs')
+    t.publish({'n': '0'})
+    [old] = t.claim(lease=LEASE)
+    time.sleep(PAST_LEASE)
+    t.harvest()
+    [new] = t.claim()
+    assert t.release([old]) == []
+    assert t.release([new]) == [new.id]
+
+
+def test_harvest_requeues_only_expired_leases(client, r):
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': 'short'}, {'n': 'long'}, {'n': 'waiting'}])
+    [short] = t.claim(lease=LEASE)
+    [long_] = t.claim(lease=30)
+    assert t.harvest() == []
+    time.sleep(PAST_LEASE)
+    assert t.harvest() == [ids[0]]
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [long_.id]
+    # Requeued at the consume end: redelivered before newer work, with its delivery count kept.
+    assert r.lrange('rfq:jobs:backlog', 0, -1) == [ids[2], ids[0]]
+    [again] = t.claim()
+    assert again.id == short.id and again.deliveries == 2
+    assert t.harvest() == []
+
+
+def test_harvest_leases_plain_rfq_claims_at_first_sight(client, r):
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '0'})
+    # A plain rfq consumer: BRPOPLPUSH (here LMOVE) with no lease and no delivery count.
+    assert r.lmove('rfq:jobs:backlog', 'rfq:jobs:nextlog', 'RIGHT', 'LEFT') == msg_id
+    assert t.harvest(lease=0.3) == []
+    assert r.zscore('rfq:jobs:leases', msg_id) is not None
+    assert t.harvest(lease=0.3) == []  # an unexpired lease: not yet
+    time.sleep(PAST_LEASE)
+    assert t.harvest(lease=0.3) == [msg_id]
+    assert r.lrange('rfq:jobs:backlog', 0, -1) == [msg_id]
+    assert r.llen('rfq:jobs:nextlog') == 0
+    [msg] = t.claim()
+    assert msg.id == msg_id
+    assert t.commit([msg]) == [msg_id]
+    assert r.dbsize() == 0
+
+
+def test_harvest_drops_side_entries_of_ids_committed_elsewhere(client, r):
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '0'})
+    r.lmove('rfq:jobs:backlog', 'rfq:jobs:nextlog', 'RIGHT', 'LEFT')
+    t.harvest(lease=LEASE)
+    # rfq's Task.done: LREM nextlog, LREM backlog, DEL message; it knows nothing of the side keys.
+    r.lrem('rfq:jobs:nextlog', 1, msg_id)
+    r.delete(f'rfq:jobs:message:{msg_id}')
+    time.sleep(PAST_LEASE)
+    assert t.harvest() == []
+    assert r.dbsize() == 0
+
+
+def test_harvest_all_requeues_everything(client, r):
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': str(i)} for i in range(3)])
+    t.claim(count=2, lease=30)
+    assert t.harvest(all=True) == ids[:2]  # the order moved: oldest claim first
+    assert r.llen('rfq:jobs:nextlog') == 0
+    assert r.exists('rfq:jobs:leases') == 0
+    # rfq's order: each goes to the backlog's head, so it is consumed after what was already waiting.
+    assert r.lrange('rfq:jobs:backlog', 0, -1) == [ids[1], ids[0], ids[2]]
+    again = t.claim(count=3)
+    assert bodies(again) == ['2', '0', '1']
+    assert [m.deliveries for m in again] == [1, 2, 2]
+
+
+def test_harvest_empty_topic(client, r):
+    t = client.topic('jobs')
+    assert t.harvest() == []
+    assert t.harvest(all=True) == []
+    assert r.dbsize() == 0

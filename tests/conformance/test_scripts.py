@@ -1,0 +1,29 @@
+"""Every client runs exactly the package's Lua scripts (same source, so same SHA1) and nothing else."""
+
+from __future__ import annotations
+
+import time
+
+from ferroq import protocol
+
+
+def test_only_the_protocol_scripts_are_loaded(client, r):
+    assert r.info('memory')['number_of_cached_scripts'] == 0  # the fixture ran SCRIPT FLUSH
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(4)])
+    got = t.claim(count=2, lease=0.05)
+    client.claim(['jobs', 'other'])
+    t.extend(got[:1])
+    t.release(got[:1])
+    time.sleep(0.1)
+    t.harvest()
+    t.harvest(all=True)
+    t.inspect()
+    t.stats()
+    [msg] = t.claim()
+    t.commit([msg])
+    t.purge()
+    rfq = {name: sha for name, sha in protocol.script_hashes().items() if name.startswith('rfq/')}
+    assert len(rfq) == 10
+    assert r.script_exists(*rfq.values()) == [True] * len(rfq), dict(zip(rfq, r.script_exists(*rfq.values())))
+    assert r.info('memory')['number_of_cached_scripts'] == len(rfq)

@@ -1,0 +1,130 @@
+"""The same operations through two implementations leave the same Redis state (and return the same results).
+
+The pure client is the reference. Each implementation runs the scenario on its own DB of the test server;
+then every key is compared by type and content, with message ids replaced by their publish index (ids are
+random) and times (lease deadlines, claim times) compared only for presence.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+import redis
+
+from _adapters import KINDS, LoopThread, new_client
+from ferroq.types import InspectEntry, Message, TopicStats
+
+ID_RE = re.compile(r'[0-9a-f]{32}')
+REFERENCE = 'pure'
+
+
+def scenario(c: Any, raw: redis.Redis) -> tuple[list[str], list[Any]]:
+    """Every state-changing operation once or more; returns the ids published (in order) and a log of results."""
+    ids: list[str] = []
+    log: list[Any] = []
+    a, b = c.topic('alpha'), c.topic('beta')
+    ids += a.publish_batch([{'n': str(i), 'kind': 'bulk'} for i in range(7)])  # 3 chunks of chunk_size=3
+    ids.append(a.publish({'n': 'front'}, front=True))
+    ids += a.publish_batch([{'n': f'f{i}'} for i in range(4)], front=True)
+    ids += b.publish_batch([{'n': f'b{i}', 'ключ': 'значение'} for i in range(5)])
+    # Distinct deadlines, so the harvest's order (oldest deadline first) does not depend on the random ids.
+    short = a.claim(lease=0.2) + a.claim(lease=0.25) + a.claim(lease=0.3)
+    held = a.claim(count=3, lease=60)
+    log += [short, held]
+    log.append(a.commit([held[0]]))
+    log.append(a.commit([held[1].id]))  # a bare id: unfenced
+    log.append(a.release([held[2]]))
+    log.append(a.extend([short[0]], lease=60))
+    multi = c.claim(['beta', 'alpha'], count=4, lease=60)
+    log.append(multi)
+    log.append(c.commit(multi[:2]))
+    log.append(c.extend(multi[2:], lease=120))
+    log.append(raw.lmove('rfq:alpha:backlog', 'rfq:alpha:nextlog', 'RIGHT', 'LEFT'))  # a plain rfq consumer
+    time.sleep(0.5)
+    log.append(a.harvest(lease=60))  # the two short leases not extended; the plain claim gets a lease
+    again = a.claim(count=2, lease=60)
+    log.append(again)
+    log.append(a.commit(short[1:]))  # stale tokens: refused
+    log.append(b.harvest(all=True))
+    log.append(a.inspect('nextlog'))
+    log.append(a.inspect('backlog', start=1, count=3))
+    log.append(b.purge('backlog'))
+    log.append(c.topics())
+    log.append(a.peek(ids[0]))
+    return ids, log
+
+
+def normalize(value: Any, index: dict[str, str]) -> Any:
+    """A comparable form: ids replaced by their publish index, times by their presence."""
+
+    def ids(text: str) -> str:
+        return ID_RE.sub(lambda m: index.get(m.group(), f'<unknown {m.group()}>'), text)
+
+    if isinstance(value, str):
+        return ids(value)
+    if isinstance(value, Message):
+        return ('Message', ids(value.id), value.topic, value.fields, value.deliveries)
+    if isinstance(value, InspectEntry):
+        return (
+            'InspectEntry',
+            ids(value.id),
+            value.fields,
+            value.deliveries,
+            value.claimed_at is not None,
+            value.lease_deadline is not None,
+        )
+    if isinstance(value, TopicStats):
+        return ('TopicStats', value.topic, value.backlog, value.nextlog, value.leased, value.expired)
+    if isinstance(value, (list, tuple)):
+        return [normalize(v, index) for v in value]
+    if isinstance(value, dict):
+        return {normalize(k, index): normalize(v, index) for k, v in value.items()}
+    return value
+
+
+def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
+    """Every key of the DB: type and content, normalised."""
+    state: dict[str, Any] = {}
+    for key in raw.scan_iter(count=1000):
+        kind = raw.type(key)
+        if kind == 'list':
+            content: Any = raw.lrange(key, 0, -1)
+        elif kind == 'hash':
+            # deliveries: '<id>:at' holds a claim time; message hashes hold fields
+            content = {k: ('<time>' if k.endswith(':at') else v) for k, v in raw.hgetall(key).items()}
+        elif kind == 'zset':
+            content = raw.zrange(key, 0, -1)  # lease deadlines: presence only (sorted once normalised)
+        elif kind == 'string':
+            content = raw.get(key)
+        else:
+            content = f'<{kind}>'
+        content = normalize(content, index)
+        state[normalize(key, index)] = (kind, sorted(content) if kind == 'zset' else content)
+    return state
+
+
+def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], list[Any]]:
+    raw = redis.Redis.from_url(url, decode_responses=True)
+    c = new_client(kind, loop, url, chunk_size=3)
+    try:
+        ids, log = scenario(c, raw)
+        index = {msg_id: f'<{i}>' for i, msg_id in enumerate(ids)}
+        assert len(index) == len(ids)
+        return dump(raw, index), normalize(log, index)
+    finally:
+        c.close()
+        raw.close()
+
+
+@pytest.mark.parametrize('kind', [k for k in KINDS if k != REFERENCE])
+def test_same_redis_state_as_pure(kind, redis_url, loop_thread):
+    base = redis_url.rsplit('/', 1)[0]
+    ref_state, ref_log = run(REFERENCE, f'{base}/1', loop_thread)
+    state, log = run(kind, f'{base}/2', loop_thread)
+    assert ref_state, 'the scenario left nothing to compare'
+    assert {'rfq:alpha:backlog', 'rfq:alpha:nextlog', 'rfq:alpha:leases', 'rfq:alpha:deliveries'} <= set(ref_state)
+    assert state == ref_state
+    assert log == ref_log

@@ -1,0 +1,98 @@
+"""The exception tree, shared by both clients."""
+
+from __future__ import annotations
+
+import pytest
+
+import ferroq
+import ferroq.pure
+from ferroq import exceptions as ex
+
+
+@pytest.mark.parametrize(
+    ('cls', 'bases'),
+    [
+        (ex.ConnectionFailed, (ex.FerroqError,)),
+        (ex.CommandTimeout, (ex.FerroqError,)),
+        (ex.ServerUnavailable, (ex.FerroqError,)),
+        (ex.InvalidArgument, (ex.FerroqError, ValueError)),
+        (ex.InvalidName, (ex.InvalidArgument, ValueError)),
+        (ex.InvalidMessage, (ex.InvalidArgument, ValueError)),
+        (ex.MessageTooLarge, (ex.InvalidMessage, ValueError)),
+        (ex.BatchError, (ex.InvalidArgument, ValueError)),
+        (ex.QueueNotFound, (ex.FerroqError,)),
+        (ex.QueueExists, (ex.FerroqError,)),
+        (ex.LeaseLost, (ex.FerroqError,)),
+        (ex.PermissionDenied, (ex.FerroqError,)),
+        (ex.OutOfMemory, (ex.FerroqError,)),
+        (ex.ProtocolError, (ex.FerroqError,)),
+        (ex.ServerError, (ex.FerroqError,)),
+    ],
+)
+def test_tree(cls, bases):
+    for base in bases:
+        assert issubclass(cls, base)
+    assert issubclass(cls, Exception)
+    assert getattr(ferroq, cls.__name__) is cls
+
+
+def test_io_errors_are_not_value_errors():
+    for cls in (ex.ConnectionFailed, ex.CommandTimeout, ex.PermissionDenied, ex.ServerError, ex.OutOfMemory):
+        assert not issubclass(cls, ValueError)
+
+
+def test_batch_error_carries_causes():
+    cause = ex.InvalidMessage('bad')
+    err = ex.BatchError('1 of 2 messages are invalid; nothing was written', errors=[(1, cause)])
+    assert err.errors == [(1, cause)]
+    assert ex.BatchError('x').errors == []
+
+
+def test_server_error_code():
+    assert ex.ServerError('WRONGTYPE x', code='WRONGTYPE').code == 'WRONGTYPE'
+    assert ex.ServerError('x').code == 'ERR'
+
+
+@pytest.mark.parametrize('client_cls', [ferroq.Client, ferroq.pure.Client])
+def test_clients_raise_the_python_classes_themselves(client_cls):
+    c = client_cls('redis://127.0.0.1:1/0')  # nothing is sent: validation comes first
+    try:
+        with pytest.raises(ex.InvalidName) as info:
+            c.topic('no spaces')
+        assert type(info.value) is ex.InvalidName
+        with pytest.raises(ex.InvalidArgument) as info2:
+            c.topic('ok').claim(count=0)
+        assert type(info2.value) is ex.InvalidArgument
+        with pytest.raises(ex.BatchError) as info3:
+            c.topic('ok').publish_batch([{'a': 'b'}, {}])
+        assert type(info3.value) is ex.BatchError
+        [(index, cause)] = info3.value.errors
+        assert index == 1 and type(cause) is ex.InvalidMessage
+    finally:
+        c.close()
+
+
+def test_validation_messages_are_identical():
+    native, pure = ferroq.Client('redis://127.0.0.1:1/0'), ferroq.pure.Client('redis://127.0.0.1:1/0')
+    try:
+        cases = [
+            lambda c: c.topic('a:b'),
+            lambda c: c.topic('ok').publish({}),
+            lambda c: c.topic('ok').publish({'a': 1}),
+            lambda c: c.topic('ok').publish_batch([{'a': 'b'}, {'a': {'b': 'c'}}]),
+            lambda c: c.topic('ok').claim(count=0),
+            lambda c: c.topic('ok').claim(lease=0),
+            lambda c: c.topic('ok').claim(block=-1),
+            lambda c: c.topic('ok').inspect('other'),
+            lambda c: c.claim('ok'),
+        ]
+        for case in cases:
+            errors = []
+            for c in (native, pure):
+                with pytest.raises(ex.FerroqError) as info:
+                    case(c)
+                errors.append((type(info.value), str(info.value)))
+            assert errors[0] == errors[1]
+    finally:
+        native.close()
+        pure.close()

@@ -1,0 +1,92 @@
+"""The native core and the Python package agree: same scripts (SHA1), same keys, same id format."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import ferroq
+import ferroq._ferroq as native
+from _checks import assert_rfq_id
+from ferroq import protocol
+from ferroq.protocol import keys
+
+SOURCE_LUA = Path(__file__).resolve().parents[2] / 'python' / 'ferroq' / 'protocol' / 'lua'
+
+
+def _lua_files(root: Path) -> dict[str, str]:
+    return {f'{f.parent.name}/{f.stem}': hashlib.sha1(f.read_bytes()).hexdigest() for f in sorted(root.glob('*/*.lua'))}
+
+
+def test_native_and_python_load_the_same_scripts():
+    hashes = protocol.script_hashes()
+    assert native.script_hashes() == hashes
+    assert {name for name in hashes if name.startswith('rfq/')} >= {
+        'rfq/claim-4n',
+        'rfq/commit-3n',
+        'rfq/extend-2',
+        'rfq/harvest-4',
+        'rfq/harvest_all-4',
+        'rfq/inspect-3',
+        'rfq/publish-1n',
+        'rfq/purge-3',
+        'rfq/release-4',
+        'rfq/stats-4',
+    }
+
+
+def test_script_hashes_are_sha1_of_the_installed_files():
+    installed = Path(protocol.__file__).parent / 'lua'
+    assert _lua_files(installed) == protocol.script_hashes()
+
+
+def test_installed_scripts_match_the_source_tree():
+    if not SOURCE_LUA.is_dir():
+        pytest.skip('no source tree next to the tests')
+    assert _lua_files(SOURCE_LUA) == native.script_hashes(), 'the installed wheel is stale: run make build'
+
+
+@pytest.mark.parametrize('topic', ['a', 'jobs', 'ndvi.T32UNE_2024-01', 'x' * 128])
+def test_native_keys_match_protocol_keys(topic):
+    assert native.rfq_keys(topic) == [*keys.rfq_topic_keys(topic), keys.rfq_message_prefix(topic)]
+    assert keys.rfq_topic_keys(topic) == [
+        f'rfq:{topic}:backlog',
+        f'rfq:{topic}:nextlog',
+        f'rfq:{topic}:leases',
+        f'rfq:{topic}:deliveries',
+    ]
+    assert keys.rfq_message(topic, 'abc') == f'rfq:{topic}:message:abc'
+
+
+def test_new_message_id_format():
+    before = time.time()
+    u = assert_rfq_id(native.new_message_id())
+    after = time.time()
+    # uuid1 time: 100 ns intervals since 1582-10-15.
+    seconds = (u.time - 0x01B21DD213814000) / 1e7
+    assert before - 1 <= seconds <= after + 1
+
+
+def test_new_message_ids_increase_and_are_unique():
+    ids = [native.new_message_id() for _ in range(5000)]
+    assert len(set(ids)) == len(ids)
+    times = [uuid.UUID(hex=i).time for i in ids]
+    assert times == sorted(times)
+    nodes = {uuid.UUID(hex=i).node for i in ids[:100]}
+    assert all(n & (1 << 40) for n in nodes)
+
+
+def test_version():
+    assert isinstance(ferroq.__version__, str) and ferroq.__version__
+    assert native.__version__ == ferroq.__version__
+
+
+def test_public_api_exports():
+    for name in ferroq.__all__:
+        assert hasattr(ferroq, name), name
+    assert ferroq.Client is native.Client
+    assert ferroq.AsyncClient is native.AsyncClient
