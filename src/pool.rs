@@ -153,11 +153,37 @@ impl Pool {
         if let Some(conn) = current() {
             return Ok(conn);
         }
-        let live = self.connect(self.opts.command_timeout).await?;
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        // Every other empty slot connects alongside this one: a later call that lands on an empty slot
+        // would wait for the connection handshake, which only the connect timeout bounds, not the command
+        // timeout (and a paused or busy server answers no handshake).
+        let others: Vec<_> = (0..self.slots.len())
+            .filter(|&i| i != slot)
+            .filter_map(|i| {
+                let guard = self.slots[i].connecting.try_lock().ok()?;
+                self.slots[i].conn.lock().unwrap().is_none().then_some((i, guard))
+            })
+            .collect();
+        let (own, extra) = futures_util::future::join(
+            self.connect(self.opts.command_timeout),
+            futures_util::future::join_all(others.iter().map(|_| self.connect(self.opts.command_timeout))),
+        )
+        .await;
+        for ((i, _guard), live) in others.iter().zip(extra) {
+            if let Ok(live) = live {
+                self.install(*i, live);
+            }
+        }
+        let live = own?;
         let conn = live.conn.clone();
-        *s.conn.lock().unwrap() = Some((generation, live));
+        let generation = self.install(slot, live);
         Ok(Conn { conn, generation })
+    }
+
+    /// Puts a new connection in a slot; returns its generation.
+    fn install(&self, slot: usize, live: Live) -> u64 {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        *self.slots[slot].conn.lock().unwrap() = Some((generation, live));
+        generation
     }
 
     /// After a dropped connection, forgets it and every other connection made before it: whatever

@@ -1,4 +1,5 @@
-//! Every Lua script, embedded from the Python package (the one copy), with its SHA1 for EVALSHA.
+//! Every Lua script, embedded from the Python package (the one copy), with its SHA1 for EVALSHA. Each
+//! script is sent as the shared prelude (`lua/prelude.lua`) followed by its own file.
 
 use std::sync::LazyLock;
 
@@ -8,7 +9,10 @@ macro_rules! lua {
     ($proto:literal, $op:literal) => {
         (
             concat!($proto, "/", $op),
-            include_str!(concat!("../python/ferroq/protocol/lua/", $proto, "/", $op, ".lua")),
+            concat!(
+                include_str!("../python/ferroq/protocol/lua/prelude.lua"),
+                include_str!(concat!("../python/ferroq/protocol/lua/", $proto, "/", $op, ".lua"))
+            ),
         )
     };
 }

@@ -250,19 +250,24 @@ impl AsyncTopic {
         )
     }
 
-    #[pyo3(signature = (fields, front=false))]
-    fn publish<'py>(&self, py: Python<'py>, fields: &Bound<'py, PyAny>, front: bool) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.inner.publish_op(fields, front))
+    #[pyo3(signature = (fields, front=Arg::missing()), text_signature = "(self, /, fields, front=False)")]
+    fn publish<'py>(
+        &self,
+        py: Python<'py>,
+        fields: &Bound<'py, PyAny>,
+        front: Arg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.publish_op(fields, &front))
     }
 
-    #[pyo3(signature = (messages, front=false))]
+    #[pyo3(signature = (messages, front=Arg::missing()), text_signature = "(self, /, messages, front=False)")]
     fn publish_batch<'py>(
         &self,
         py: Python<'py>,
         messages: &Bound<'py, PyAny>,
-        front: bool,
+        front: Arg<'py>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.inner.publish_batch_op(messages, front))
+        run_async(py, self.inner.publish_batch_op(messages, &front))
     }
 
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, count=1, block=None, lease=30.0)")]
@@ -294,9 +299,9 @@ impl AsyncTopic {
         run_async(py, self.inner.release_op(messages))
     }
 
-    #[pyo3(signature = (all=false, lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
-    fn harvest<'py>(&self, py: Python<'py>, all: bool, lease: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.inner.harvest_op(all, &lease))
+    #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
+    fn harvest<'py>(&self, py: Python<'py>, all: Arg<'py>, lease: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.harvest_op(&all, &lease))
     }
 
     fn peek<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {

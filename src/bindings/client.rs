@@ -251,6 +251,11 @@ impl Drop for Core {
 
 const DEFAULT_LEASE_MS: u64 = 30_000;
 
+/// A bool option (false when not given); anything but a bool is refused, as the pure client does.
+fn flag_arg(value: &Arg<'_>, name: &str) -> Result<bool> {
+    value.0.as_ref().map_or(Ok(false), |v| convert::flag(v, name))
+}
+
 fn lease_arg(lease: &Arg<'_>) -> Result<u64> {
     match &lease.0 {
         None => Ok(DEFAULT_LEASE_MS),
@@ -290,9 +295,10 @@ impl TopicCore {
         Ok((pool, checked, self.keys.clone()))
     }
 
-    pub fn publish_op(&self, fields: &Bound<'_, PyAny>, front: bool) -> Result<Op> {
+    pub fn publish_op(&self, fields: &Bound<'_, PyAny>, front: &Arg<'_>) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        let (pool, msg, keys) = self.pool_after(|| convert::fields(fields, max))?;
+        let (pool, (msg, front), keys) =
+            self.pool_after(|| Ok((convert::fields(fields, max)?, flag_arg(front, "front")?)))?;
         Ok(op(
             async move {
                 let ids = rfq::publish_batch(&pool, &keys, vec![msg], front).await?;
@@ -304,9 +310,10 @@ impl TopicCore {
         ))
     }
 
-    pub fn publish_batch_op(&self, messages: &Bound<'_, PyAny>, front: bool) -> Result<Op> {
+    pub fn publish_batch_op(&self, messages: &Bound<'_, PyAny>, front: &Arg<'_>) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        let (pool, msgs, keys) = self.pool_after(|| convert::messages(messages, max))?;
+        let (pool, (msgs, front), keys) =
+            self.pool_after(|| Ok((convert::messages(messages, max)?, flag_arg(front, "front")?)))?;
         Ok(op(
             async move { rfq::publish_batch(&pool, &keys, msgs, front).await },
             to_py,
@@ -335,8 +342,8 @@ impl TopicCore {
         Ok(op(async move { rfq::release(&pool, &held).await }, to_py))
     }
 
-    pub fn harvest_op(&self, all: bool, lease: &Arg<'_>) -> Result<Op> {
-        let (pool, lease_ms, keys) = self.pool_after(|| lease_arg(lease))?;
+    pub fn harvest_op(&self, all: &Arg<'_>, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, (all, lease_ms), keys) = self.pool_after(|| Ok((flag_arg(all, "all")?, lease_arg(lease)?)))?;
         Ok(op(
             async move { rfq::harvest(&pool, &keys, all, lease_ms).await },
             to_py,
@@ -549,14 +556,14 @@ impl Topic {
         )
     }
 
-    #[pyo3(signature = (fields, front=false))]
-    fn publish(&self, py: Python<'_>, fields: &Bound<'_, PyAny>, front: bool) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.publish_op(fields, front).py_err(py)?)
+    #[pyo3(signature = (fields, front=Arg::missing()), text_signature = "(self, /, fields, front=False)")]
+    fn publish(&self, py: Python<'_>, fields: &Bound<'_, PyAny>, front: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.publish_op(fields, &front).py_err(py)?)
     }
 
-    #[pyo3(signature = (messages, front=false))]
-    fn publish_batch(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, front: bool) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.publish_batch_op(messages, front).py_err(py)?)
+    #[pyo3(signature = (messages, front=Arg::missing()), text_signature = "(self, /, messages, front=False)")]
+    fn publish_batch(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, front: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.publish_batch_op(messages, &front).py_err(py)?)
     }
 
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, count=1, block=None, lease=30.0)")]
@@ -583,9 +590,9 @@ impl Topic {
         run_sync(py, self.inner.release_op(messages).py_err(py)?)
     }
 
-    #[pyo3(signature = (all=false, lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
-    fn harvest(&self, py: Python<'_>, all: bool, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.harvest_op(all, &lease).py_err(py)?)
+    #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
+    fn harvest(&self, py: Python<'_>, all: Arg<'_>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.harvest_op(&all, &lease).py_err(py)?)
     }
 
     fn peek(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -53,6 +53,14 @@ fn seconds_value(obj: &Bound<'_, PyAny>) -> Option<f64> {
     obj.extract::<f64>().ok().filter(|v| v.is_finite())
 }
 
+pub fn flag(obj: &Bound<'_, PyAny>, name: &str) -> Result<bool> {
+    if obj.is_instance_of::<PyBool>() {
+        Ok(obj.is_truthy().unwrap_or(false))
+    } else {
+        Err(Error::invalid(format!("{name} must be a bool, got {}", repr(obj))))
+    }
+}
+
 pub fn count(obj: &Bound<'_, PyAny>) -> Result<usize> {
     validate::count(int_value(obj), &repr(obj))
 }

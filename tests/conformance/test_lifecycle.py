@@ -19,6 +19,14 @@ def test_commit_returns_what_was_committed(client, r):
     assert r.dbsize() == 0
 
 
+def test_commit_lists_a_message_once_even_if_given_twice(client, r):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': '0'}, {'n': '1'}])
+    claimed = t.claim(count=2)
+    assert t.commit([claimed[0], claimed[0], claimed[1]]) == [claimed[0].id, claimed[1].id]
+    assert r.dbsize() == 0
+
+
 def test_commit_empty_is_a_no_op(client):
     assert client.topic('jobs').commit([]) == []
 

@@ -100,3 +100,18 @@ def test_publish_ids_are_unique_across_calls(client):
     t = client.topic('jobs')
     ids = [t.publish({'n': str(i)}) for i in range(20)] + t.publish_batch([{'n': 'x'}] * 50)
     assert len(set(ids)) == 70
+
+
+def test_large_chunks_and_wide_messages(make_client, redis_url, r):
+    # Past Lua's unpack() limit (~8000 values): the scripts must slice their argument lists.
+    client = make_client(redis_url, chunk_size=10_000)
+    t = client.topic('jobs')
+    ids = t.publish_batch({'n': str(i)} for i in range(10_000))
+    wide = {f'f{i}': str(i) for i in range(5_000)}
+    wide_id = t.publish(wide)
+    assert r.llen('rfq:jobs:backlog') == 10_001
+    claimed = t.claim(count=10_000) + t.claim()  # 10 000: the most one claim returns
+    assert [m.id for m in claimed] == [*ids, wide_id]
+    assert claimed[-1].fields == wide
+    assert sorted(t.commit(claimed)) == sorted([*ids, wide_id])
+    assert r.dbsize() == 0

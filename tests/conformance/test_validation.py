@@ -171,6 +171,18 @@ def test_bad_block(client, r, block):
             client.claim(['jobs', 'other'], block=block)
 
 
+@pytest.mark.parametrize('flag', [1, 0, 'yes', None, 1.0])
+def test_bad_flags(client, r, flag):
+    t = client.topic('jobs')
+    with no_io(r):
+        with pytest.raises(InvalidArgument, match='front must be a bool'):
+            t.publish({'n': '0'}, front=flag)
+        with pytest.raises(InvalidArgument, match='front must be a bool'):
+            t.publish_batch([{'n': '0'}], front=flag)
+        with pytest.raises(InvalidArgument, match='all must be a bool'):
+            t.harvest(all=flag)
+
+
 @pytest.mark.parametrize('queue', ['', 'BACKLOG', 'other', None, 1])
 def test_bad_queue(client, r, queue):
     t = client.topic('jobs')

@@ -19,7 +19,12 @@ SOURCE_LUA = Path(__file__).resolve().parents[2] / 'python' / 'ferroq' / 'protoc
 
 
 def _lua_files(root: Path) -> dict[str, str]:
-    return {f'{f.parent.name}/{f.stem}': hashlib.sha1(f.read_bytes()).hexdigest() for f in sorted(root.glob('*/*.lua'))}
+    """SHA1 of each script as sent: the shared prelude followed by the script's file."""
+    prelude = (root / 'prelude.lua').read_bytes()
+    return {
+        f'{f.parent.name}/{f.stem}': hashlib.sha1(prelude + f.read_bytes()).hexdigest()
+        for f in sorted(root.glob('*/*.lua'))
+    }
 
 
 def test_native_and_python_load_the_same_scripts():

@@ -1,7 +1,7 @@
 """The wire protocols: key layout (:mod:`ferroq.protocol.keys`) and the Lua scripts.
 
 Every script lives once, as ``lua/<protocol>/<op>-<numkeys>.lua`` (``n`` in the key count means "one
-more key per item"). The Rust core embeds the same files with ``include_str!``; the pure client loads
+more key per item"), sent after the shared prelude ``lua/prelude.lua``. The Rust core embeds the same files with ``include_str!``; the pure client loads
 them from here. ``script_hashes()`` must equal ``ferroq._ferroq.script_hashes()``.
 """
 
@@ -27,9 +27,11 @@ def script_names() -> tuple[str, ...]:
 
 @cache
 def script_source(name: str) -> str:
-    """The source of one script, by ``<protocol>/<op>-<numkeys>`` name."""
+    """The source of one script as sent to Redis (the prelude, then the script), by ``<protocol>/<op>-<numkeys>``
+    name."""
     proto, op = name.split('/')
-    return (resources.files(__package__) / 'lua' / proto / f'{op}.lua').read_text(encoding='utf-8')
+    lua = resources.files(__package__) / 'lua'
+    return (lua / 'prelude.lua').read_text(encoding='utf-8') + (lua / proto / f'{op}.lua').read_text(encoding='utf-8')
 
 
 def script_hashes() -> dict[str, str]:

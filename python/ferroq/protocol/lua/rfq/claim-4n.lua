@@ -22,6 +22,8 @@ local moved = ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
+-- Per topic: the ZADD (deadline, id) and HSET (id:at, now) arguments, sent once per topic at the end.
+local deadlines, claimed_at = {}, {}
 
 local function lease(ti, id)
   local k = 4 * ti - 3
@@ -34,9 +36,14 @@ local function lease(ti, id)
     return
   end
   local d = redis.call('HINCRBY', deliveries, id, 1)
-  redis.call('HSET', deliveries, id .. ':at', now)
-  redis.call('ZADD', leases, now + lease_ms, id)
+  local dl, at = deadlines[ti], claimed_at[ti]
+  dl[#dl + 1], dl[#dl + 2] = now + lease_ms, id
+  at[#at + 1], at[#at + 2] = id .. ':at', now
   out[#out + 1] = { ti, id, d, body }
+end
+
+for ti = 1, #KEYS / 4 do
+  deadlines[ti], claimed_at[ti] = {}, {}
 end
 
 if moved ~= '' and redis.call('LPOS', KEYS[2], moved) then
@@ -51,5 +58,10 @@ for ti = 1, #KEYS / 4 do
     end
     lease(ti, id)
   end
+end
+for ti = 1, #KEYS / 4 do
+  local k = 4 * ti - 3
+  call_in_slices('ZADD', KEYS[k + 2], deadlines[ti], 1, #deadlines[ti])
+  call_in_slices('HSET', KEYS[k + 3], claimed_at[ti], 1, #claimed_at[ti])
 end
 return { now, out }

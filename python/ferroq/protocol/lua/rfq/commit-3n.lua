@@ -18,12 +18,16 @@ never scanned.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local out = {}
+-- What the committed messages leave behind, deleted once at the end.
+local bodies, fields, done = {}, {}, {}
 for i = 4, #KEYS do
   local id = ARGV[2 * (i - 4) + 1]
   local token = ARGV[2 * (i - 4) + 2]
   local leased = redis.call('ZSCORE', leases, id)
   local ok
-  if token == '' then
+  if done[id] then
+    ok = false -- listed twice: committed once (its lease is removed only at the end)
+  elseif token == '' then
     ok = redis.call('LREM', nextlog, -1, id) > 0 or leased
   else
     ok = leased and redis.call('HGET', deliveries, id) == token
@@ -32,10 +36,15 @@ for i = 4, #KEYS do
     end
   end
   if ok then
-    redis.call('DEL', KEYS[i])
-    redis.call('ZREM', leases, id)
-    redis.call('HDEL', deliveries, id, id .. ':at')
+    done[id] = true
+    bodies[#bodies + 1] = KEYS[i]
+    fields[#fields + 1], fields[#fields + 2] = id, id .. ':at'
     out[#out + 1] = id
   end
+end
+if #out > 0 then
+  call_in_slices('DEL', nil, bodies, 1, #bodies)
+  call_in_slices('ZREM', leases, out, 1, #out)
+  call_in_slices('HDEL', deliveries, fields, 1, #fields)
 end
 return out

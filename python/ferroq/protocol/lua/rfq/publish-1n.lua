@@ -18,7 +18,7 @@ for i = 2, #KEYS do
   local id = ARGV[a]
   local nfields = tonumber(ARGV[a + 1])
   if redis.call('EXISTS', KEYS[i]) == 0 then
-    redis.call('HSET', KEYS[i], unpack(ARGV, a + 2, a + 1 + 2 * nfields))
+    call_in_slices('HSET', KEYS[i], ARGV, a + 2, a + 1 + 2 * nfields)
     ids[#ids + 1] = id
   end
   a = a + 2 + 2 * nfields
@@ -31,8 +31,8 @@ if ARGV[1] == '1' then
   for i = #ids, 1, -1 do
     reversed[#reversed + 1] = ids[i]
   end
-  redis.call('RPUSH', KEYS[1], unpack(reversed))
+  call_in_slices('RPUSH', KEYS[1], reversed, 1, #reversed)
 else
-  redis.call('LPUSH', KEYS[1], unpack(ids))
+  call_in_slices('LPUSH', KEYS[1], ids, 1, #ids)
 end
 return #ids
