@@ -14,37 +14,47 @@ and its delivery count still equals the token: after the lease expired and the m
 or claimed again, the old holder's commit is refused and the new claim is untouched.
 An empty token commits without fencing (a bare id): whatever holds the id, ferroq or a plain rfq
 consumer. LREM counts from the tail, where the oldest claims sit, so it stops early; the backlog is
-never scanned.
+never scanned. An id listed twice is committed once.
+
+Speed: messages go in rounds of up to 1000: one ZMSCORE and one HMGET read the round's leases and
+tokens, one DEL, ZREM and HDEL clear what the committed ones leave; per message only LREM remains.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
-local out = {}
--- What the committed messages leave behind, deleted once at the end.
-local bodies, fields, done = {}, {}, {}
-for i = 4, #KEYS do
-  local id = ARGV[2 * (i - 4) + 1]
-  local token = ARGV[2 * (i - 4) + 2]
-  local leased = redis.call('ZSCORE', leases, id)
-  local ok
-  if done[id] then
-    ok = false -- listed twice: committed once (its lease is removed only at the end)
-  elseif token == '' then
-    ok = redis.call('LREM', nextlog, -1, id) > 0 or leased
-  else
-    ok = leased and redis.call('HGET', deliveries, id) == token
+local out, done = {}, {}
+for first = 4, #KEYS, 1000 do
+  local last = math.min(first + 999, #KEYS)
+  local ids, tokens = {}, {}
+  for i = first, last do
+    ids[#ids + 1] = ARGV[2 * (i - 4) + 1]
+    tokens[#tokens + 1] = ARGV[2 * (i - 4) + 2]
+  end
+  local leased = redis.call('ZMSCORE', leases, unpack(ids))
+  local held = redis.call('HMGET', deliveries, unpack(ids))
+  local bodies, fields, committed = {}, {}, {}
+  for j, id in ipairs(ids) do
+    local ok
+    if done[id] then
+      ok = false
+    elseif tokens[j] == '' then
+      ok = redis.call('LREM', nextlog, -1, id) > 0 or leased[j]
+    else
+      ok = leased[j] and held[j] == tokens[j]
+      if ok then
+        redis.call('LREM', nextlog, -1, id)
+      end
+    end
     if ok then
-      redis.call('LREM', nextlog, -1, id)
+      done[id] = true
+      bodies[#bodies + 1] = KEYS[first + j - 1]
+      fields[#fields + 1], fields[#fields + 2] = id, id .. ':at'
+      committed[#committed + 1] = id
+      out[#out + 1] = id
     end
   end
-  if ok then
-    done[id] = true
-    bodies[#bodies + 1] = KEYS[i]
-    fields[#fields + 1], fields[#fields + 2] = id, id .. ':at'
-    out[#out + 1] = id
+  if #committed > 0 then
+    redis.call('DEL', unpack(bodies))
+    redis.call('ZREM', leases, unpack(committed))
+    redis.call('HDEL', deliveries, unpack(fields))
   end
-end
-if #out > 0 then
-  call_in_slices('DEL', nil, bodies, 1, #bodies)
-  call_in_slices('ZREM', leases, out, 1, #out)
-  call_in_slices('HDEL', deliveries, fields, 1, #fields)
 end
 return out
