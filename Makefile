@@ -1,7 +1,8 @@
 # ferroq developer tasks. `make help` lists the targets; `.ci/run` runs `make test lint` on a fresh machine.
 #
-# Everything lands in the repo: .venv (dev tools + the built wheel), .venv-rfq (rfq 1.4.0 from PyPI for the
-# interop tests, with the old redis-py it pins), dist/ (wheels). Stamp files skip pip when nothing changed.
+# Everything lands in the repo: .venv (dev tools, PyRSMQ 0.6.1 from PyPI for the RSMQ interop tests, the built
+# wheel), .venv-rfq (rfq 1.4.0 from PyPI for the rfq interop tests, with the old redis-py it pins), dist/
+# (wheels). Stamp files skip pip when nothing changed.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,6 +17,9 @@ RFQ_VENV := .venv-rfq
 SETUP_STAMP := $(VENV)/.ferroq-setup
 RFQ_STAMP := $(RFQ_VENV)/.ferroq-setup
 RFQ_VERSION := 1.4.0
+# PyRSMQ pins no redis-py version, so it shares .venv (and the redis-py there) with the tests.
+PYRSMQ_STAMP := $(VENV)/.ferroq-pyrsmq
+PYRSMQ_VERSION := 0.6.1
 # What ruff checks (the Python sources; not the Markdown docs).
 PY_PATHS := $(wildcard python tests benches)
 # Dev tools when pyproject.toml cannot be read (Python < 3.11 has no tomllib): keep in step with [project.optional-dependencies] dev.
@@ -36,7 +40,7 @@ help: ## list the targets
 # --- setup -------------------------------------------------------------------------------------------
 
 .PHONY: setup
-setup: system-deps $(SETUP_STAMP) $(RFQ_STAMP) ## install redis-server (apt), Rust if missing, .venv and .venv-rfq
+setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server (apt), Rust if missing, .venv and .venv-rfq
 
 .PHONY: system-deps
 system-deps:
@@ -66,6 +70,11 @@ $(SETUP_STAMP): pyproject.toml | $(PY)
 	@deps=$$($(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 		print(" ".join(p["dependencies"] + p["optional-dependencies"]["dev"]))' 2>/dev/null || echo '$(DEV_FALLBACK)'); \
 	$(PY) -m pip install -q 'maturin>=1.5,<2' $$deps
+	@touch $@
+
+$(PYRSMQ_STAMP): $(SETUP_STAMP)
+	@echo "pip install PyRSMQ==$(PYRSMQ_VERSION) into $(VENV)"
+	@$(PY) -m pip install -q 'PyRSMQ==$(PYRSMQ_VERSION)'
 	@touch $@
 
 $(RFQ_STAMP):

@@ -19,6 +19,10 @@ pub enum ErrorKind {
     InvalidName,
     InvalidMessage,
     MessageTooLarge,
+    /// The RSMQ queue does not exist (its attributes are missing).
+    QueueNotFound,
+    /// An RSMQ queue of that name exists already.
+    QueueExists,
     /// Some items of a batch are invalid: `(index, error)` for each, in input order.
     Batch(Vec<(usize, Error)>),
     OutOfMemory,

@@ -37,15 +37,27 @@ fn new_message_id() -> String {
     protocol::ids::new_id()
 }
 
+/// The keys of an RSMQ queue: QUEUES set, queue ZSET, queue HASH, realtime channel (for parity tests).
+#[pyfunction]
+fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    use bindings::exceptions::IntoPy;
+    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
+    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+    Ok(protocol::keys::RsmqKeys::new(&ns, &qname).all())
+}
+
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(new_message_id, m)?)?;
+    m.add_function(wrap_pyfunction!(rsmq_keys, m)?)?;
     m.add_class::<bindings::client::Client>()?;
     m.add_class::<bindings::client::Topic>()?;
     m.add_class::<bindings::async_client::AsyncClient>()?;
     m.add_class::<bindings::async_client::AsyncTopic>()?;
+    m.add_class::<bindings::rsmq::RsmqQueue>()?;
+    m.add_class::<bindings::rsmq::AsyncRsmqQueue>()?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, ProtocolVersion, PushInfo, PushKind, Value};
+use tokio::sync::Notify;
 
 use crate::config::Options;
 use crate::errors::{Error, ErrorKind, Result};
@@ -23,10 +24,21 @@ const MAX_IDLE_DEDICATED: usize = 8;
 /// A connection and the flag its driver sets when the socket closes (RESP3 disconnect notice), so a
 /// connection the server dropped while idle is replaced before a call is sent on it (like redis-py's
 /// check on checkout): a claim, which is not repeated after a drop, then does not fail needlessly.
+///
+/// `listener`, when set, is woken by every pub/sub message the connection receives (see [`Subscription`]).
 #[derive(Clone)]
 struct Live {
     conn: MultiplexedConnection,
     dead: Arc<AtomicBool>,
+    listener: Listener,
+}
+
+type Listener = Arc<Mutex<Option<Arc<Notify>>>>;
+
+fn wake(listener: &Listener) {
+    if let Some(notify) = listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        notify.notify_one();
+    }
 }
 
 impl Live {
@@ -94,13 +106,20 @@ impl Pool {
 
     async fn connect(&self, response_timeout: Duration) -> Result<Live> {
         let dead = Arc::new(AtomicBool::new(false));
-        let flag = dead.clone();
+        let listener: Listener = Arc::new(Mutex::new(None));
+        let (flag, to_wake) = (dead.clone(), listener.clone());
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.opts.connect_timeout))
             .set_response_timeout(Some(response_timeout))
             .set_push_sender(move |info: PushInfo| {
-                if info.kind == PushKind::Disconnection {
-                    flag.store(true, Ordering::Release);
+                match info.kind {
+                    PushKind::Disconnection => {
+                        flag.store(true, Ordering::Release);
+                        // A waiter wakes at once and finds the connection dead.
+                        wake(&to_wake);
+                    }
+                    PushKind::Message => wake(&to_wake),
+                    _ => {}
                 }
                 Ok::<(), ()>(())
             });
@@ -128,7 +147,7 @@ impl Pool {
             cmd.arg("SETNAME").arg(name);
             cmd.query_async::<()>(&mut conn).await.map_err(|e| self.map_err(e))?;
         }
-        Ok(Live { conn, dead })
+        Ok(Live { conn, dead, listener })
     }
 
     /// A shared connection, round-robin over the slots; connects the slot if needed.
@@ -227,6 +246,30 @@ impl Pool {
             self.give_back(live);
         }
         result
+    }
+
+    /// Subscribes a dedicated connection (never a shared one) to `channel`. Until [`Subscription::close`],
+    /// every message published there wakes [`Subscription::wait`].
+    pub async fn subscribe(&self, channel: &str) -> Result<Subscription<'_>> {
+        let idle = {
+            let mut idle = self.dedicated.lock().unwrap();
+            idle.retain(Live::alive);
+            idle.pop()
+        };
+        let mut live = match idle {
+            Some(live) => live,
+            None => self.connect(self.opts.command_timeout).await?,
+        };
+        live.conn.set_response_timeout(self.opts.command_timeout);
+        let notify = Arc::new(Notify::new());
+        *live.listener.lock().unwrap() = Some(notify.clone());
+        live.conn.subscribe(channel).await.map_err(|e| self.map_err(e))?;
+        Ok(Subscription {
+            pool: self,
+            live,
+            notify,
+            channel: channel.to_string(),
+        })
     }
 
     /// Keeps a dedicated connection after a blocking call that completed normally.
@@ -364,4 +407,39 @@ fn first_error(replies: Vec<Value>) -> Result<Vec<Value>> {
         return Err(Error::server(e.code(), e.details().unwrap_or("")));
     }
     Ok(replies)
+}
+
+/// A dedicated connection subscribed to one channel (see [`Pool::subscribe`]). Dropped without
+/// [`Subscription::close`], the connection is simply closed.
+pub struct Subscription<'a> {
+    pool: &'a Pool,
+    live: Live,
+    notify: Arc<Notify>,
+    channel: String,
+}
+
+impl Subscription<'_> {
+    /// Waits up to `timeout` for a message on the channel; true if one came (or the connection dropped,
+    /// so the caller looks again instead of sleeping on a dead subscription). A message that arrived
+    /// since the last wait counts at once.
+    pub async fn wait(&self, timeout: Duration) -> bool {
+        if !self.live.alive() {
+            tokio::time::sleep(timeout).await;
+            return false;
+        }
+        tokio::time::timeout(timeout, self.notify.notified()).await.is_ok()
+    }
+
+    /// Forgets a notification that came before now (the caller is about to look anyway).
+    pub fn drain(&self) {
+        let _ = futures_util::FutureExt::now_or_never(self.notify.notified());
+    }
+
+    /// Unsubscribes and keeps the connection for later blocking calls.
+    pub async fn close(mut self) {
+        *self.live.listener.lock().unwrap() = None;
+        if self.live.alive() && self.live.conn.unsubscribe(&self.channel).await.is_ok() {
+            self.pool.give_back(self.live);
+        }
+    }
 }

@@ -29,6 +29,14 @@ const SOURCES: &[(&str, &str)] = &[
     lua!("rfq", "purge-3"),
     lua!("rfq", "release-4"),
     lua!("rfq", "stats-4"),
+    lua!("rsmq", "attributes-2"),
+    lua!("rsmq", "create-3"),
+    lua!("rsmq", "delete-2"),
+    lua!("rsmq", "delete_queue-3"),
+    lua!("rsmq", "receive-4"),
+    lua!("rsmq", "send-2"),
+    lua!("rsmq", "set_attributes-2"),
+    lua!("rsmq", "visibility-2"),
 ];
 
 /// One embedded script.
@@ -63,6 +71,14 @@ pub enum Id {
     Purge,
     Release,
     Stats,
+    RsmqAttributes,
+    RsmqCreate,
+    RsmqDelete,
+    RsmqDeleteQueue,
+    RsmqReceive,
+    RsmqSend,
+    RsmqSetAttributes,
+    RsmqVisibility,
 }
 
 impl Id {
@@ -107,6 +123,14 @@ mod tests {
             (Id::Purge, "rfq/purge-3"),
             (Id::Release, "rfq/release-4"),
             (Id::Stats, "rfq/stats-4"),
+            (Id::RsmqAttributes, "rsmq/attributes-2"),
+            (Id::RsmqCreate, "rsmq/create-3"),
+            (Id::RsmqDelete, "rsmq/delete-2"),
+            (Id::RsmqDeleteQueue, "rsmq/delete_queue-3"),
+            (Id::RsmqReceive, "rsmq/receive-4"),
+            (Id::RsmqSend, "rsmq/send-2"),
+            (Id::RsmqSetAttributes, "rsmq/set_attributes-2"),
+            (Id::RsmqVisibility, "rsmq/visibility-2"),
         ];
         for (id, name) in expected {
             assert_eq!(id.script().name, name);
@@ -128,12 +152,16 @@ mod tests {
 
     #[test]
     fn every_lua_file_is_embedded() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/python/ferroq/protocol/lua/rfq");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|n| n.strip_suffix(".lua").map(|n| format!("rfq/{n}")))
-            .collect();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/python/ferroq/protocol/lua");
+        let mut files: Vec<String> = Vec::new();
+        for proto in ["rfq", "rsmq"] {
+            files.extend(
+                std::fs::read_dir(format!("{root}/{proto}"))
+                    .unwrap()
+                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter_map(|n| n.strip_suffix(".lua").map(|n| format!("{proto}/{n}"))),
+            );
+        }
         files.sort();
         let names: Vec<&str> = all().iter().map(|s| s.name).collect();
         assert_eq!(files, names);

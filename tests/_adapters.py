@@ -3,7 +3,7 @@
 :class:`LoopThread` owns an asyncio event loop on a background thread. :class:`SyncAdapter` wraps an
 ``AsyncClient`` / ``AsyncTopic``: each method call is made *on the loop thread* (the native async client
 needs a running loop when it creates its future) and awaited there, and the test thread waits for the
-result. ``topic()`` returns an adapted topic; properties (``url``, ``name``) pass through.
+result. ``topic()`` and ``rsmq()`` return an adapted topic or queue; properties (``url``, ``name``) pass through.
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ class SyncAdapter:
 
     def topic(self, name: str) -> SyncAdapter:
         return SyncAdapter(self._runner, self._runner.call(self._target.topic, name))
+
+    def rsmq(self, *args: Any, **kwargs: Any) -> SyncAdapter:
+        return SyncAdapter(self._runner, self._runner.call(self._target.rsmq, *args, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 START_TIMEOUT = 10.0
@@ -108,3 +109,13 @@ def operation_commands(before: dict[str, int], after: dict[str, int]) -> dict[st
         for name, calls in after.items()
         if calls != before.get(name, 0) and name not in HANDSHAKE
     }
+
+
+@contextlib.contextmanager
+def no_io(r: object) -> Iterator[None]:
+    """Asserts that the block ran no command on Redis (and wrote nothing)."""
+    size = r.dbsize()  # type: ignore[attr-defined]
+    before = commandstats(r)
+    yield
+    assert operation_commands(before, commandstats(r)) == {}
+    assert r.dbsize() == size  # type: ignore[attr-defined]

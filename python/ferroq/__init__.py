@@ -6,6 +6,11 @@
 >>> topic.publish({'tile': 'T32UNE'})        # doctest: +SKIP
 >>> [msg] = topic.claim(count=1, lease=30)   # doctest: +SKIP
 >>> topic.commit([msg])                      # doctest: +SKIP
+>>> queue = client.rsmq('jobs')              # an RSMQ queue (smrchy/rsmq, PyRSMQ compatible)
+>>> queue.create()                           # doctest: +SKIP
+>>> queue.send('hello')                      # doctest: +SKIP
+>>> m = queue.receive(vt=30)                 # doctest: +SKIP
+>>> queue.delete(m.id)                       # doctest: +SKIP
 
 ``ferroq.Client`` / ``ferroq.AsyncClient`` are the native (Rust) clients; ``ferroq.pure`` has a
 pure-Python client with the same API, errors, keys and scripts.
@@ -13,7 +18,7 @@ pure-Python client with the same API, errors, keys and scripts.
 
 from __future__ import annotations
 
-from ferroq._ferroq import AsyncClient, AsyncTopic, Client, Topic, __version__
+from ferroq._ferroq import AsyncClient, AsyncRsmqQueue, AsyncTopic, Client, RsmqQueue, Topic, __version__
 from ferroq.exceptions import (
     BatchError,
     CommandTimeout,
@@ -32,10 +37,11 @@ from ferroq.exceptions import (
     ServerError,
     ServerUnavailable,
 )
-from ferroq.types import InspectEntry, Message, TopicStats
+from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
 __all__ = [
     'AsyncClient',
+    'AsyncRsmqQueue',
     'AsyncTopic',
     'BatchError',
     'Client',
@@ -54,6 +60,9 @@ __all__ = [
     'ProtocolError',
     'QueueExists',
     'QueueNotFound',
+    'RsmqAttributes',
+    'RsmqMessage',
+    'RsmqQueue',
     'ServerError',
     'ServerUnavailable',
     'Topic',

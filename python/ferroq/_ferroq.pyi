@@ -8,9 +8,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Literal, final
 
-from ferroq.types import InspectEntry, Message, TopicStats
+from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
-__all__ = ['AsyncClient', 'AsyncTopic', 'Client', 'Topic', '__version__', 'new_message_id', 'rfq_keys', 'script_hashes']
+__all__ = [
+    'AsyncClient',
+    'AsyncRsmqQueue',
+    'AsyncTopic',
+    'Client',
+    'RsmqQueue',
+    'Topic',
+    '__version__',
+    'new_message_id',
+    'rfq_keys',
+    'rsmq_keys',
+    'script_hashes',
+]
 
 __version__: str
 
@@ -22,6 +34,12 @@ def rfq_keys(topic: str) -> list[str]:
 
 def new_message_id() -> str:
     """A new rfq message id: uuid1 hex with a random node, as rfq 1.2+ makes them."""
+
+def rsmq_keys(ns: str, qname: str) -> list[str]:
+    """The keys of an RSMQ queue (QUEUES set, queue ZSET, queue HASH, realtime channel), for parity tests.
+
+    Raises InvalidName for a bad namespace or queue name, as :meth:`Client.rsmq` does.
+    """
 
 @final
 class Client:
@@ -60,6 +78,16 @@ class Client:
         """An rfq topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
     def topics(self) -> list[str]:
         """Every topic with a backlog or nextlog, sorted; found with SCAN, never KEYS."""
+    def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> RsmqQueue:
+        """An RSMQ queue (keys, units, ids and replies of smrchy/rsmq and PyRSMQ). No I/O.
+
+        ``realtime=True``: every send also PUBLISHes the queue size on ``{ns}:rt:{qname}``.
+
+        Raises:
+            InvalidName: ``qname`` does not match ``[A-Za-z0-9_-]{1,160}`` or ``ns`` ``[A-Za-z0-9_.:-]{1,64}``.
+        """
+    def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
+        """The RSMQ queues of a namespace (``SMEMBERS {ns}:QUEUES``), sorted."""
     def claim(
         self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
     ) -> list[Message]:
@@ -150,6 +178,8 @@ class AsyncClient:
     def url(self) -> str: ...
     def topic(self, name: str) -> AsyncTopic: ...
     async def topics(self) -> list[str]: ...
+    def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> AsyncRsmqQueue: ...
+    async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]: ...
     async def claim(
         self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
     ) -> list[Message]: ...
@@ -182,3 +212,117 @@ class AsyncTopic:
     ) -> list[InspectEntry]: ...
     async def stats(self) -> TopicStats: ...
     async def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int: ...
+
+@final
+class RsmqQueue:
+    """An RSMQ queue on a :class:`Client`. vt and delay are seconds; message ids are RSMQ's 32 characters."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ns(self) -> str: ...
+    @property
+    def realtime(self) -> bool: ...
+    def create(
+        self,
+        vt: int = 30,
+        delay: int = 0,
+        maxsize: int = 65536,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> None:
+        """Create the queue (RSMQ createQueue).
+
+        ``max_receives`` and ``dead_letter`` (given together): a message received that many times moves to
+        the dead-letter queue (same namespace, must exist) at its next receive.
+
+        Raises:
+            QueueExists: a queue of that name exists.
+            QueueNotFound: the dead-letter queue does not exist.
+        """
+    def delete_queue(self) -> None:
+        """Delete the queue and every message in it. Raises QueueNotFound."""
+    def attributes(self) -> RsmqAttributes:
+        """The queue attributes (RSMQ getQueueAttributes) and the dead-letter settings."""
+    def set_attributes(
+        self,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> RsmqAttributes:
+        """Change the given attributes (``max_receives=0`` removes the dead-letter queue); returns them all."""
+    def send(self, message: str, delay: float | None = None) -> str:
+        """Send one message; returns its id. ``delay`` (seconds) overrides the queue's.
+
+        Raises:
+            MessageTooLarge: longer than the queue's maxsize (UTF-16 code units) or max_message_bytes.
+        """
+    def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
+        """Send many messages; returns their ids in input order.
+
+        One script per chunk of ``chunk_size``, pipelined in one round trip. Every message is checked before
+        anything is written: bad items raise BatchError.
+        """
+    def receive(self, vt: float | None = None, block: float | None = None) -> RsmqMessage | None:
+        """Receive the oldest visible message and hide it for ``vt`` seconds (default: the queue's vt).
+
+        ``block=seconds`` waits up to that long for one, woken by realtime notifications.
+        """
+    def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
+        """Receive up to ``count`` messages, oldest first (see :meth:`receive`)."""
+    def pop(self) -> RsmqMessage | None:
+        """Receive and delete the oldest visible message (RSMQ popMessage)."""
+    def pop_batch(self, count: int) -> list[RsmqMessage]:
+        """Receive and delete up to ``count`` messages, oldest first."""
+    def delete(self, id: str) -> bool:
+        """Delete a message; True if it existed."""
+    def delete_batch(self, ids: Iterable[str]) -> list[str]:
+        """Delete messages; returns the ids deleted, in input order."""
+    def change_visibility(self, id: str, vt: float) -> bool:
+        """Hide a message for ``vt`` seconds from now; False when there is no such message."""
+
+@final
+class AsyncRsmqQueue:
+    """An RSMQ queue on an :class:`AsyncClient`; the methods of :class:`RsmqQueue`, awaitable."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ns(self) -> str: ...
+    @property
+    def realtime(self) -> bool: ...
+    async def create(
+        self,
+        vt: int = 30,
+        delay: int = 0,
+        maxsize: int = 65536,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> None: ...
+    async def delete_queue(self) -> None: ...
+    async def attributes(self) -> RsmqAttributes: ...
+    async def set_attributes(
+        self,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> RsmqAttributes: ...
+    async def send(self, message: str, delay: float | None = None) -> str: ...
+    async def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]: ...
+    async def receive(self, vt: float | None = None, block: float | None = None) -> RsmqMessage | None: ...
+    async def receive_batch(
+        self, count: int, vt: float | None = None, block: float | None = None
+    ) -> list[RsmqMessage]: ...
+    async def pop(self) -> RsmqMessage | None: ...
+    async def pop_batch(self, count: int) -> list[RsmqMessage]: ...
+    async def delete(self, id: str) -> bool: ...
+    async def delete_batch(self, ids: Iterable[str]) -> list[str]: ...
+    async def change_visibility(self, id: str, vt: float) -> bool: ...

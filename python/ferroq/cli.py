@@ -1,4 +1,5 @@
-"""The ``ferroq`` command: publish, claim, inspect and administer rfq topics, and run the embedded server.
+"""The ``ferroq`` command: publish, claim, inspect and administer rfq topics and RSMQ queues (``ferroq rsmq
+...``), and run the embedded server.
 
 Uses the native client (``ferroq.Client``) unless ``--pure`` is given. Exit status: 0 on success,
 2 for invalid input, 1 for any other error, 130 when interrupted.
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Union
 
 from ferroq import server
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
-from ferroq.types import TopicStats
+from ferroq.types import RsmqAttributes, RsmqMessage, TopicStats
 
 __all__ = ['main']
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
     _AnyClient = Union[ferroq.Client, ferroq.pure.Client]
     _AnyTopic = Union[ferroq.Topic, ferroq.pure.Topic]
+    _AnyQueue = Union[ferroq.RsmqQueue, ferroq.pure.RsmqQueue]
 
 
 def _client(args: argparse.Namespace) -> _AnyClient:
@@ -228,6 +230,168 @@ def _cmd_purge(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
+# --- RSMQ verbs: ferroq rsmq <action> ----------------------------------------------------------
+
+
+def _queue(args: argparse.Namespace, client: _AnyClient) -> _AnyQueue:
+    return client.rsmq(args.queue, ns=args.ns, realtime=getattr(args, 'realtime', False))
+
+
+def _attributes_dict(name: str, a: RsmqAttributes) -> dict[str, object]:
+    return {
+        'queue': name,
+        'vt': a.vt,
+        'delay': a.delay,
+        'maxsize': a.maxsize,
+        'totalrecv': a.totalrecv,
+        'totalsent': a.totalsent,
+        'created': a.created,
+        'modified': a.modified,
+        'msgs': a.msgs,
+        'hiddenmsgs': a.hiddenmsgs,
+        'max_receives': a.max_receives,
+        'dead_letter': a.dead_letter,
+    }
+
+
+def _print_attributes(args: argparse.Namespace, records: list[dict[str, object]]) -> None:
+    if args.json:
+        _print_json(records)
+        return
+    rows = [['QUEUE', 'MSGS', 'HIDDEN', 'SENT', 'RECEIVED', 'VT', 'DELAY', 'MAXSIZE', 'DEAD_LETTER']]
+    for a in records:
+        dead = '-' if a['dead_letter'] is None else f'{a["dead_letter"]} after {a["max_receives"]}'
+        keys = ('queue', 'msgs', 'hiddenmsgs', 'totalsent', 'totalrecv', 'vt', 'delay', 'maxsize')
+        rows.append([f'{a[k]:g}' if isinstance(a[k], float) else str(a[k]) for k in keys] + [dead])
+    _table(rows)
+
+
+def _rsmq_queues(args: argparse.Namespace, client: _AnyClient) -> int:
+    _lines(args, client.rsmq_queues(ns=args.ns))
+    return 0
+
+
+def _rsmq_create(args: argparse.Namespace, client: _AnyClient) -> int:
+    _queue(args, client).create(
+        vt=args.vt, delay=args.delay, maxsize=args.maxsize, max_receives=args.max_receives, dead_letter=args.dead_letter
+    )
+    return 0
+
+
+def _rsmq_delete_queue(args: argparse.Namespace, client: _AnyClient) -> int:
+    if not args.yes:
+        raise InvalidArgument(f'delete-queue deletes {args.queue!r} and every message in it; add --yes')
+    _queue(args, client).delete_queue()
+    return 0
+
+
+def _rsmq_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
+    names = [args.queue] if args.queue else client.rsmq_queues(ns=args.ns)
+    records = [_attributes_dict(name, client.rsmq(name, ns=args.ns).attributes()) for name in names]
+    _print_attributes(args, records)
+    return 0
+
+
+def _rsmq_set_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
+    attrs = _queue(args, client).set_attributes(
+        vt=args.vt, delay=args.delay, maxsize=args.maxsize, max_receives=args.max_receives, dead_letter=args.dead_letter
+    )
+    _print_attributes(args, [_attributes_dict(args.queue, attrs)])
+    return 0
+
+
+def _rsmq_send(args: argparse.Namespace, client: _AnyClient) -> int:
+    queue = _queue(args, client)
+    if not args.stdin:
+        _lines(args, [queue.send(args.message, delay=args.delay)])
+        return 0
+    _lines(args, queue.send_batch([line.rstrip('\r\n') for line in sys.stdin], delay=args.delay))
+    return 0
+
+
+def _message_dict(m: RsmqMessage) -> dict[str, object]:
+    return {'id': m.id, 'message': m.message, 'rc': m.rc, 'fr': m.fr, 'sent': m.sent}
+
+
+def _rsmq_receive(args: argparse.Namespace, client: _AnyClient) -> int:
+    for m in _queue(args, client).receive_batch(args.count, vt=args.vt, block=args.block):
+        _print_json(_message_dict(m))
+    return 0
+
+
+def _rsmq_pop(args: argparse.Namespace, client: _AnyClient) -> int:
+    for m in _queue(args, client).pop_batch(args.count):
+        _print_json(_message_dict(m))
+    return 0
+
+
+def _rsmq_delete(args: argparse.Namespace, client: _AnyClient) -> int:
+    done = _queue(args, client).delete_batch(args.ids)
+    _lines(args, done)
+    missed = len(args.ids) - len(done)
+    if missed:
+        print(f'{_PROG}: {missed} of {len(args.ids)} ids were not in {args.queue!r}', file=sys.stderr)
+    return 0
+
+
+def _rsmq_visibility(args: argparse.Namespace, client: _AnyClient) -> int:
+    if not _queue(args, client).change_visibility(args.id, args.vt):
+        raise _NotFound(f'message {args.id!r} not found in RSMQ queue {args.queue!r}')
+    return 0
+
+
+def _rsmq_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    ns = argparse.ArgumentParser(add_help=False)
+    ns.add_argument('--ns', default='rsmq', help='RSMQ namespace (default rsmq)')
+    text = 'RSMQ queues (smrchy/rsmq and PyRSMQ compatible)'
+    p = verbs.add_parser('rsmq', help=text, description=text, parents=[common])
+    actions = p.add_subparsers(dest='action', metavar='ACTION', required=True)
+
+    def action(name: str, func: Callable[..., int], help: str, queue: bool | None = True) -> argparse.ArgumentParser:
+        """``queue``: True a required -q, None an optional one, False none."""
+        a = actions.add_parser(name, help=help, description=help, parents=[common, ns])
+        a.set_defaults(func=func)
+        if queue is not False:
+            a.add_argument('-q', '--queue', required=bool(queue), help='queue name')
+        return a
+
+    def settings(a: argparse.ArgumentParser, defaults: bool) -> None:
+        a.add_argument('--vt', type=int, default=30 if defaults else None, help='visibility timeout, seconds')
+        a.add_argument('--delay', type=int, default=0 if defaults else None, help='delay of new messages, seconds')
+        a.add_argument('--maxsize', type=int, default=65536 if defaults else None, help='1024-65536, or -1')
+        a.add_argument('--max-receives', type=int, help='receives before a message moves to --dead-letter')
+        a.add_argument('--dead-letter', help='dead-letter queue (same namespace)')
+
+    action('queues', _rsmq_queues, 'list the queues', queue=False)
+    settings(action('create', _rsmq_create, 'create a queue'), defaults=True)
+    a = action('delete-queue', _rsmq_delete_queue, 'delete a queue and its messages')
+    a.add_argument('--yes', action='store_true', help='confirm')
+    action('attributes', _rsmq_attributes, 'attributes and message counts', queue=None)
+    settings(action('set-attributes', _rsmq_set_attributes, 'change queue attributes'), defaults=False)
+
+    a = action('send', _rsmq_send, 'send messages; prints their ids')
+    source = a.add_mutually_exclusive_group(required=True)
+    source.add_argument('-m', '--message', help='the message text')
+    source.add_argument('--stdin', action='store_true', help='send each line of standard input as a message')
+    a.add_argument('--delay', type=_number, default=None, help="seconds before it is visible (default: the queue's)")
+    a.add_argument('--realtime', action='store_true', help='PUBLISH the queue size on {ns}:rt:{queue}')
+
+    a = action('receive', _rsmq_receive, 'receive messages (one JSON object per message)')
+    a.add_argument('-n', '--count', type=int, default=1, help='most messages (default 1)')
+    a.add_argument('--vt', type=_number, default=None, help="hide them for this many seconds (default: the queue's)")
+    a.add_argument('--block', type=_number, default=None, help='seconds to wait for a message (default: none)')
+
+    a = action('pop', _rsmq_pop, 'receive and delete messages (one JSON object per message)')
+    a.add_argument('-n', '--count', type=int, default=1, help='most messages (default 1)')
+
+    a = action('delete', _rsmq_delete, 'delete messages; prints the ids deleted')
+    a.add_argument('ids', nargs='+', metavar='ID', help='message id')
+
+    a = action('visibility', _rsmq_visibility, 'hide a message for --vt seconds from now')
+    a.add_argument('--vt', type=_number, required=True, help='seconds')
+    a.add_argument('id', metavar='ID', help='message id')
+
+
 def _cmd_server(args: argparse.Namespace) -> int:
     if args.action == 'start':
         print(server.ensure_embedded())
@@ -318,6 +482,8 @@ def _parser() -> argparse.ArgumentParser:
     p = verb('purge', _cmd_purge, 'delete every message of a backlog or nextlog')
     p.add_argument('-q', '--queue', choices=('backlog', 'nextlog'), default='backlog')
     p.add_argument('--yes', action='store_true', help='confirm')
+
+    _rsmq_parser(verbs, common)
 
     p = verb('server', _cmd_server, 'manage the embedded redis-server', topic=False)
     p.add_argument('action', choices=('start', 'stop', 'status', 'url'))

@@ -1,12 +1,14 @@
-"""Values returned by both clients: :class:`Message`, :class:`InspectEntry`, :class:`TopicStats`."""
+"""Values returned by both clients: :class:`Message`, :class:`InspectEntry`, :class:`TopicStats` (rfq),
+:class:`RsmqMessage` and :class:`RsmqAttributes` (RSMQ)."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ['InspectEntry', 'Message', 'TopicStats', 'published_at']
+__all__ = ['InspectEntry', 'Message', 'RsmqAttributes', 'RsmqMessage', 'TopicStats', 'published_at', 'rsmq_sent']
 
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=timezone.utc)
 
@@ -112,3 +114,81 @@ class TopicStats:
     leased: int
     expired: int
     oldest_age: float | None
+
+
+_BASE36 = frozenset('0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ')
+
+
+def rsmq_sent(msg_id: str) -> float:
+    """When an RSMQ message was sent, in epoch ms, from the base36 microseconds of its first 10 characters.
+
+    RSMQ's ``sent`` (``parseInt(id.slice(0, 10), 36) / 1000``); NaN when those characters are not base36.
+    """
+    head = msg_id[:10]
+    if len(head) < 10 or not _BASE36.issuperset(head):
+        return math.nan
+    return int(head, 36) / 1000
+
+
+class RsmqMessage:
+    """A message received or popped from an RSMQ queue (RSMQ's reply object).
+
+    Attributes:
+        id: the 32-character RSMQ id.
+        message: the body.
+        rc: how many times it has been received, this time included.
+        fr: when it was first received, epoch ms.
+        sent: when it was sent, epoch ms (from the id).
+    """
+
+    __slots__ = ('fr', 'id', 'message', 'rc', 'sent')
+
+    def __init__(self, id: str, message: str, rc: int, fr: int, sent: float) -> None:
+        self.id = id
+        self.message = message
+        self.rc = rc
+        self.fr = fr
+        self.sent = sent
+
+    def __repr__(self) -> str:
+        return (
+            f'RsmqMessage(id={self.id!r}, message={self.message!r:.60}, rc={self.rc}, fr={self.fr}, sent={self.sent})'
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RsmqMessage):
+            return NotImplemented
+        return (self.id, self.message, self.rc, self.fr) == (other.id, other.message, other.rc, other.fr)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class RsmqAttributes:
+    """The attributes of an RSMQ queue (RSMQ's ``getQueueAttributes``) and ferroq's dead-letter settings.
+
+    Attributes:
+        vt: default visibility timeout, seconds.
+        delay: default delay of new messages, seconds.
+        maxsize: largest message in UTF-16 code units; -1 = unlimited.
+        totalrecv: receives ever made.
+        totalsent: messages ever sent.
+        created: creation time, epoch seconds.
+        modified: last attribute change, epoch seconds.
+        msgs: messages in the queue.
+        hiddenmsgs: messages not receivable now (in flight or delayed).
+        max_receives: receives after which a message moves to ``dead_letter``, or None.
+        dead_letter: the dead-letter queue (same namespace), or None.
+    """
+
+    vt: float
+    delay: float
+    maxsize: int
+    totalrecv: int
+    totalsent: int
+    created: int
+    modified: int
+    msgs: int
+    hiddenmsgs: int
+    max_receives: int | None = None
+    dead_letter: str | None = None

@@ -13,6 +13,7 @@ use pyo3::types::PyTuple;
 
 use crate::bindings::client::{new_core, Arg, Core, Op, TopicCore};
 use crate::bindings::exceptions::{self, IntoPy};
+use crate::bindings::rsmq::{AsyncRsmqQueue, RsmqCore};
 use crate::bindings::runtime;
 use crate::errors::Result;
 
@@ -176,6 +177,24 @@ impl AsyncClient {
 
     fn topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         run_async(py, self.core.topics_op())
+    }
+
+    #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
+    fn rsmq(
+        &self,
+        py: Python<'_>,
+        qname: &Bound<'_, PyAny>,
+        ns: Arg<'_>,
+        realtime: Arg<'_>,
+    ) -> PyResult<AsyncRsmqQueue> {
+        Ok(AsyncRsmqQueue {
+            inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+        })
+    }
+
+    #[pyo3(signature = (ns=Arg::missing()), text_signature = "(self, /, ns='rsmq')")]
+    fn rsmq_queues<'py>(&self, py: Python<'py>, ns: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, crate::bindings::rsmq::queues_op(&self.core, &ns))
     }
 
     #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, topics, count=1, block=None, lease=30.0)")]

@@ -12,6 +12,7 @@ use pyo3::types::PyString;
 
 use crate::bindings::convert::{self, repr};
 use crate::bindings::exceptions::{to_pyerr, IntoPy};
+use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
 use crate::config::{Options, RawOptions};
 use crate::errors::{Error, Result};
@@ -40,7 +41,7 @@ pub type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 /// One prepared operation: validated arguments already captured, no Python object inside.
 pub type Op = Pin<Box<dyn Future<Output = Result<Convert>> + Send>>;
 
-fn op<T, F, C>(fut: F, convert: C) -> Op
+pub fn op<T, F, C>(fut: F, convert: C) -> Op
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
@@ -52,7 +53,7 @@ where
     })
 }
 
-fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
+pub fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
     pyo3::IntoPyObjectExt::into_py_any(v, py)
 }
 
@@ -216,7 +217,7 @@ impl Core {
     }
 
     /// Validates first (so bad input never meets a closed client's error), then takes the pool.
-    fn pool_after<T>(&self, check: impl FnOnce() -> Result<T>) -> Result<(Arc<Pool>, T)> {
+    pub fn pool_after<T>(&self, check: impl FnOnce() -> Result<T>) -> Result<(Arc<Pool>, T)> {
         let checked = check()?;
         Ok((self.pool()?, checked))
     }
@@ -460,6 +461,18 @@ impl Client {
 
     fn topics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run_sync(py, self.core.topics_op().py_err(py)?)
+    }
+
+    #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
+    fn rsmq(&self, py: Python<'_>, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<RsmqQueue> {
+        Ok(RsmqQueue {
+            inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+        })
+    }
+
+    #[pyo3(signature = (ns=Arg::missing()), text_signature = "(self, /, ns='rsmq')")]
+    fn rsmq_queues(&self, py: Python<'_>, ns: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, crate::bindings::rsmq::queues_op(&self.core, &ns).py_err(py)?)
     }
 
     #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, topics, count=1, block=None, lease=30.0)")]

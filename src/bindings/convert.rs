@@ -10,6 +10,7 @@ use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, 
 use crate::errors::{Error, ErrorKind, Result};
 use crate::protocol::keys::{Queue, TopicKeys};
 use crate::protocol::rfq::{self, Fields, Held};
+use crate::protocol::rsmq;
 use crate::protocol::validate;
 
 static MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -412,4 +413,134 @@ pub fn stats_py(py: Python<'_>, topic: &str, s: rfq::Stats) -> PyResult<Py<PyAny
     Ok(cls
         .call1((topic, s.backlog, s.nextlog, s.leased, s.expired, s.oldest_age))?
         .unbind())
+}
+
+// ---- RSMQ ----------------------------------------------------------------------------------------------
+
+/// A str argument checked by `check`; anything else gets `error(repr)`.
+fn checked_str(obj: &Bound<'_, PyAny>, check: fn(&str) -> bool, error: fn(&str) -> Error) -> Result<String> {
+    let s = obj
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_cow().ok())
+        .ok_or_else(|| error(&repr(obj)))?;
+    if check(&s) {
+        Ok(s.into_owned())
+    } else {
+        Err(error(&repr(obj)))
+    }
+}
+
+pub fn rsmq_qname(obj: &Bound<'_, PyAny>) -> Result<String> {
+    checked_str(obj, validate::is_rsmq_qname, validate::rsmq_qname_error)
+}
+
+pub fn rsmq_ns(obj: &Bound<'_, PyAny>) -> Result<String> {
+    checked_str(obj, validate::is_rsmq_ns, validate::rsmq_ns_error)
+}
+
+pub fn rsmq_id(obj: &Bound<'_, PyAny>) -> Result<String> {
+    checked_str(obj, validate::is_rsmq_id, validate::rsmq_id_error)
+}
+
+/// Ids of `delete_batch`: the first bad one raises.
+pub fn rsmq_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<String>> {
+    items(obj, "ids")?.iter().map(rsmq_id).collect()
+}
+
+/// A stored vt or delay: an int of seconds.
+pub fn rsmq_stored_seconds(obj: &Bound<'_, PyAny>, name: &str) -> Result<i64> {
+    validate::rsmq_stored_seconds(name, int_value(obj), &repr(obj))
+}
+
+/// A per-call vt or delay in seconds -> ms.
+pub fn rsmq_call_ms(obj: &Bound<'_, PyAny>, name: &str) -> Result<u64> {
+    validate::rsmq_call_ms(name, seconds_value(obj), &repr(obj))
+}
+
+pub fn rsmq_maxsize(obj: &Bound<'_, PyAny>) -> Result<i64> {
+    validate::rsmq_maxsize(int_value(obj), &repr(obj))
+}
+
+pub fn rsmq_max_receives(obj: &Bound<'_, PyAny>, zero_clears: bool) -> Result<i64> {
+    validate::rsmq_max_receives(int_value(obj), &repr(obj), zero_clears)
+}
+
+/// One RSMQ message: a str of valid Unicode within `max_bytes` (UTF-8).
+pub fn rsmq_message(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<String> {
+    let s = obj.cast::<PyString>().map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            format!("an RSMQ message must be a str, got {}", type_name(obj)),
+        )
+    })?;
+    let s = s.to_cow().map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            "an RSMQ message is not valid Unicode (lone surrogate)",
+        )
+    })?;
+    validate::rsmq_message_bytes(&s, max_bytes)?;
+    Ok(s.into_owned())
+}
+
+/// Every message of an RSMQ batch; BatchError listing each bad one.
+pub fn rsmq_messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<String>> {
+    let items = items(obj, "messages")?;
+    let total = items.len();
+    let mut out = Vec::with_capacity(total);
+    let mut errors = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match rsmq_message(item, max_bytes) {
+            Ok(m) => out.push(m),
+            Err(e) => errors.push((index, e)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(validate::batch_error(errors, total))
+    }
+}
+
+static RSMQ_MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static RSMQ_ATTRIBUTES: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `RsmqMessage` objects.
+pub fn rsmq_messages_py(py: Python<'_>, received: Vec<rsmq::Received>) -> PyResult<Py<PyAny>> {
+    let cls = RSMQ_MESSAGE.import(py, "ferroq.types", "RsmqMessage")?;
+    let out = PyList::empty(py);
+    for m in received {
+        out.append(cls.call1((m.id, m.message, m.rc, m.fr, m.sent))?)?;
+    }
+    Ok(out.into_any().unbind())
+}
+
+/// The first message as an `RsmqMessage`, or None.
+pub fn rsmq_message_py(py: Python<'_>, received: Vec<rsmq::Received>) -> PyResult<Py<PyAny>> {
+    match received.into_iter().next() {
+        None => Ok(py.None()),
+        Some(m) => {
+            let cls = RSMQ_MESSAGE.import(py, "ferroq.types", "RsmqMessage")?;
+            Ok(cls.call1((m.id, m.message, m.rc, m.fr, m.sent))?.unbind())
+        }
+    }
+}
+
+pub fn rsmq_attributes_py(py: Python<'_>, a: rsmq::Attributes) -> PyResult<Py<PyAny>> {
+    let cls = RSMQ_ATTRIBUTES.import(py, "ferroq.types", "RsmqAttributes")?;
+    let args = (
+        a.vt,
+        a.delay,
+        a.maxsize,
+        a.totalrecv,
+        a.totalsent,
+        a.created,
+        a.modified,
+        a.msgs,
+        a.hiddenmsgs,
+        a.max_receives,
+        a.dead_letter,
+    );
+    Ok(cls.call1(args)?.unbind())
 }

@@ -24,6 +24,8 @@ fn class_name(kind: &ErrorKind) -> &'static str {
         ErrorKind::InvalidName => "InvalidName",
         ErrorKind::InvalidMessage => "InvalidMessage",
         ErrorKind::MessageTooLarge => "MessageTooLarge",
+        ErrorKind::QueueNotFound => "QueueNotFound",
+        ErrorKind::QueueExists => "QueueExists",
         ErrorKind::Batch(_) => "BatchError",
         ErrorKind::OutOfMemory => "OutOfMemory",
         ErrorKind::PermissionDenied => "PermissionDenied",

@@ -4,4 +4,5 @@ pub mod async_client;
 pub mod client;
 pub mod convert;
 pub mod exceptions;
+pub mod rsmq;
 pub mod runtime;

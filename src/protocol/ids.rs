@@ -83,6 +83,55 @@ pub fn published_unix_seconds(id: &str) -> Option<f64> {
     Some(micros as f64 / 1e6)
 }
 
+// ---- RSMQ ids ------------------------------------------------------------------------------------
+//
+// An RSMQ id is base36(epoch µs) + 22 characters of [A-Za-z0-9] (Node RSMQ's `makeid`). The send script
+// makes the time part from Redis TIME; the client supplies the random part.
+
+/// The alphabet of the random part (`makeid` in smrchy/rsmq).
+const RSMQ_ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+/// Characters of the random part of an RSMQ id.
+pub const RSMQ_RANDOM_CHARS: usize = 22;
+/// Length of the base36 time prefix (epoch microseconds) until the year ~2085.
+pub const RSMQ_TIME_CHARS: usize = 10;
+
+/// Appends the 22 random characters of one RSMQ id to `out`, drawn uniformly from `[A-Za-z0-9]`.
+pub fn push_rsmq_random(rng: &mut impl Rng, out: &mut String) {
+    let mut left = RSMQ_RANDOM_CHARS;
+    while left > 0 {
+        // 62 * 4 = 248: bytes from 248 up are redrawn so every character is equally likely.
+        for b in rng.random::<[u8; RSMQ_RANDOM_CHARS]>() {
+            if b < 248 && left > 0 {
+                out.push(RSMQ_ALPHABET[(b % 62) as usize] as char);
+                left -= 1;
+            }
+        }
+    }
+}
+
+/// `n` random parts, for the messages of one send.
+pub fn rsmq_randoms(n: usize) -> Vec<String> {
+    let mut rng = SmallRng::from_os_rng();
+    (0..n)
+        .map(|_| {
+            let mut s = String::with_capacity(RSMQ_RANDOM_CHARS);
+            push_rsmq_random(&mut rng, &mut s);
+            s
+        })
+        .collect()
+}
+
+/// `sent` of an RSMQ message, epoch ms: its first 10 characters read as base36 microseconds, / 1000
+/// (RSMQ's `parseInt(id.slice(0, 10), 36) / 1000`); NaN unless those are 10 base36 digits.
+pub fn rsmq_sent_ms(id: &str) -> f64 {
+    match id.get(..RSMQ_TIME_CHARS) {
+        Some(head) if head.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            u64::from_str_radix(head, 36).map_or(f64::NAN, |us| us as f64 / 1000.0)
+        }
+        _ => f64::NAN,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +172,31 @@ mod tests {
         // Python: ferroq.types.published_at("a8098c1af86e11dabd1a00112444be1e").timestamp() == 1149936511.013993
         let t = published_unix_seconds("a8098c1a-f86e-11da-bd1a-00112444be1e").unwrap();
         assert!((t - 1_149_936_511.013_993).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn rsmq_random_parts() {
+        let parts = rsmq_randoms(2000);
+        assert!(parts
+            .iter()
+            .all(|p| p.len() == RSMQ_RANDOM_CHARS && p.bytes().all(|b| b.is_ascii_alphanumeric())));
+        let unique: std::collections::HashSet<&String> = parts.iter().collect();
+        assert_eq!(unique.len(), parts.len());
+        let all: String = parts.concat();
+        for c in ['A', 'Z', 'a', 'z', '0', '9'] {
+            assert!(all.contains(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn rsmq_sent_reads_the_base36_prefix() {
+        // Python: int('gqll7vdgzk', 36) == 1700000000123456 (Number("1700000000123456").toString(36)).
+        let id = format!("gqll7vdgzk{}", "A".repeat(22));
+        assert_eq!(rsmq_sent_ms(&id), 1_700_000_000_123.456);
+        assert_eq!(rsmq_sent_ms("GQLL7VDGZKxx"), 1_700_000_000_123.456);
+        assert!(rsmq_sent_ms("").is_nan());
+        assert!(rsmq_sent_ms("gqll7vdgz").is_nan());
+        assert!(rsmq_sent_ms("gqll7vdg:kAAAA").is_nan());
+        assert!(rsmq_sent_ms("ééééééééééé").is_nan());
     }
 }

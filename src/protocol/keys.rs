@@ -97,6 +97,75 @@ pub fn topic_of_list_key(key: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
+// ---- RSMQ -------------------------------------------------------------------------------------------
+
+/// RSMQ's default namespace.
+pub const RSMQ_DEFAULT_NS: &str = "rsmq";
+
+/// `{ns}:QUEUES`: the SET of queue names of a namespace.
+pub fn rsmq_queues(ns: &str) -> String {
+    format!("{ns}:QUEUES")
+}
+
+/// `{ns}:{qname}`: the ZSET of message ids scored by the epoch ms at which each is next receivable.
+pub fn rsmq_queue(ns: &str, qname: &str) -> String {
+    format!("{ns}:{qname}")
+}
+
+/// `{ns}:{qname}:Q`: the HASH of queue attributes and every message body.
+pub fn rsmq_hash(ns: &str, qname: &str) -> String {
+    format!("{ns}:{qname}:Q")
+}
+
+/// `{ns}:rt:{qname}`: the realtime channel (PUBLISH of the queue size after each send).
+pub fn rsmq_channel(ns: &str, qname: &str) -> String {
+    format!("{ns}:rt:{qname}")
+}
+
+/// Every key of one RSMQ queue, built once per queue object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RsmqKeys {
+    pub ns: String,
+    pub name: String,
+    pub queues: String,
+    pub queue: String,
+    pub hash: String,
+    pub channel: String,
+}
+
+impl RsmqKeys {
+    pub fn new(ns: &str, name: &str) -> Self {
+        Self {
+            ns: ns.to_string(),
+            name: name.to_string(),
+            queues: rsmq_queues(ns),
+            queue: rsmq_queue(ns, name),
+            hash: rsmq_hash(ns, name),
+            channel: rsmq_channel(ns, name),
+        }
+    }
+
+    /// The keys of another queue of the same namespace (a dead-letter queue).
+    pub fn sibling(&self, name: &str) -> Self {
+        Self::new(&self.ns, name)
+    }
+
+    /// `{ns}:`, which the receive script puts before a dead-letter queue's name.
+    pub fn ns_prefix(&self) -> String {
+        format!("{}:", self.ns)
+    }
+
+    /// queues set, queue zset, hash, channel (what `rsmq_keys()` returns to Python).
+    pub fn all(&self) -> Vec<String> {
+        vec![
+            self.queues.clone(),
+            self.queue.clone(),
+            self.hash.clone(),
+            self.channel.clone(),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +200,18 @@ mod tests {
         assert_eq!(topic_of_list_key("rfq::backlog"), None);
         assert_eq!(topic_of_list_key("rfq:jobs:leases"), None);
         assert_eq!(topic_of_list_key("other:jobs:backlog"), None);
+    }
+
+    #[test]
+    fn rsmq_keys_match_node() {
+        let k = RsmqKeys::new("rsmq", "jobs");
+        assert_eq!(k.queues, "rsmq:QUEUES");
+        assert_eq!(k.queue, "rsmq:jobs");
+        assert_eq!(k.sibling("dead").hash, "rsmq:dead:Q");
+        assert_eq!(k.ns_prefix(), "rsmq:");
+        assert_eq!(k.hash, "rsmq:jobs:Q");
+        assert_eq!(k.channel, "rsmq:rt:jobs");
+        assert_eq!(k.all(), ["rsmq:QUEUES", "rsmq:jobs", "rsmq:jobs:Q", "rsmq:rt:jobs"]);
+        assert_eq!(RsmqKeys::new("app", "q-1").hash, rsmq_hash("app", "q-1"));
     }
 }

@@ -7,10 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, Pipeline, Value};
+use redis::{Cmd, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
+use crate::protocol::common::{array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, string, take};
 use crate::protocol::ids;
 use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys};
 use crate::scripts::{self, Id};
@@ -19,8 +20,6 @@ use crate::scripts::{self, Id};
 pub const STEP_LIMIT: usize = 1000;
 /// Upper bound on those repetitions, so no loop is unbounded.
 const MAX_STEPS: usize = 10_000;
-/// A pipeline is cut after this many bytes of arguments, so one reply never waits on a huge write.
-const PIPELINE_BYTES: usize = 8 << 20;
 /// Polling backoff of a blocking claim over several topics.
 const POLL_MIN: Duration = Duration::from_millis(5);
 const POLL_MAX: Duration = Duration::from_millis(100);
@@ -61,140 +60,6 @@ pub struct Stats {
     pub leased: i64,
     pub expired: i64,
     pub oldest_age: Option<f64>,
-}
-
-// ---- reply decoding -------------------------------------------------------------------------------
-
-fn unexpected(what: &str, v: &Value) -> Error {
-    Error::protocol(format!("unexpected reply from Redis for {what}: {v:?}"))
-}
-
-fn string(v: Value) -> Result<String> {
-    match v {
-        Value::BulkString(b) => {
-            Ok(String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
-        }
-        Value::SimpleString(s) => Ok(s),
-        Value::Int(n) => Ok(n.to_string()),
-        Value::Okay => Ok("OK".into()),
-        other => Err(unexpected("a string", &other)),
-    }
-}
-
-fn opt_string(v: Value) -> Result<Option<String>> {
-    match v {
-        Value::Nil | Value::Boolean(false) => Ok(None),
-        v => string(v).map(Some),
-    }
-}
-
-fn int(v: Value) -> Result<i64> {
-    match v {
-        Value::Int(n) => Ok(n),
-        Value::BulkString(ref b) => std::str::from_utf8(b)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| unexpected("an integer", &v)),
-        other => Err(unexpected("an integer", &other)),
-    }
-}
-
-fn opt_number(v: Value) -> Result<Option<f64>> {
-    match v {
-        Value::Nil | Value::Boolean(false) => Ok(None),
-        Value::Int(n) => Ok(Some(n as f64)),
-        Value::Double(d) => Ok(Some(d)),
-        Value::BulkString(ref b) => std::str::from_utf8(b)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .map(Some)
-            .ok_or_else(|| unexpected("a number", &v)),
-        other => Err(unexpected("a number", &other)),
-    }
-}
-
-fn array(v: Value) -> Result<Vec<Value>> {
-    match v {
-        Value::Array(items) | Value::Set(items) => Ok(items),
-        Value::Nil => Ok(Vec::new()),
-        other => Err(unexpected("an array", &other)),
-    }
-}
-
-/// A flat `[f1, v1, f2, v2, ...]` list (or a RESP3 map) as pairs.
-fn pairs(v: Value) -> Result<Fields> {
-    match v {
-        Value::Map(items) => items.into_iter().map(|(k, v)| Ok((string(k)?, string(v)?))).collect(),
-        v => {
-            let items = array(v)?;
-            if items.len() % 2 != 0 {
-                return Err(Error::protocol("a message hash reply has an odd number of elements"));
-            }
-            let mut out = Vec::with_capacity(items.len() / 2);
-            let mut it = items.into_iter();
-            while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                out.push((string(k)?, string(v)?));
-            }
-            Ok(out)
-        }
-    }
-}
-
-fn take<const N: usize>(v: Value, what: &str) -> Result<[Value; N]> {
-    let items = array(v)?;
-    let n = items.len();
-    items
-        .try_into()
-        .map_err(|_| Error::protocol(format!("{what}: expected {N} elements, got {n}")))
-}
-
-// ---- command building -------------------------------------------------------------------------------
-
-/// Splits `cmds` into pipelines of at most [`PIPELINE_BYTES`] each (always at least one command each).
-fn pipelines(cmds: Vec<Cmd>) -> Vec<Pipeline> {
-    let mut out = Vec::new();
-    let mut pipe = Pipeline::new();
-    let mut bytes = 0;
-    for cmd in cmds {
-        let size: usize = cmd
-            .args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => b.len() + 8,
-                _ => 8,
-            })
-            .sum();
-        if !pipe.is_empty() && bytes + size > PIPELINE_BYTES {
-            out.push(std::mem::take(&mut pipe));
-            bytes = 0;
-        }
-        bytes += size;
-        pipe.add_command(cmd);
-    }
-    if !pipe.is_empty() {
-        out.push(pipe);
-    }
-    out
-}
-
-/// Runs all `pipes` (every command one call of `script`) on one connection, in order; returns all replies.
-async fn eval_all(pool: &Pool, idempotent: bool, script: Id, pipes: &[Pipeline]) -> Result<Vec<Value>> {
-    pool.run(idempotent, |mut conn| async move {
-        let mut replies = Vec::new();
-        for pipe in pipes {
-            let ids = vec![script; pipe.len()];
-            replies.extend(pool.eval_pipe(&mut conn, &ids, pipe).await?);
-        }
-        Ok(replies)
-    })
-    .await
-}
-
-async fn eval_one(pool: &Pool, idempotent: bool, script: Id, cmd: &Cmd) -> Result<Value> {
-    pool.run(
-        idempotent,
-        |mut conn| async move { pool.eval(&mut conn, script, cmd).await },
-    )
-    .await
 }
 
 // ---- operations -------------------------------------------------------------------------------------
@@ -629,21 +494,5 @@ mod tests {
             ])]),
         ]);
         assert!(decode_claim(bad, 2).is_err());
-    }
-
-    #[test]
-    fn pipelines_are_cut_by_size() {
-        let big = "x".repeat(PIPELINE_BYTES / 2);
-        let cmds: Vec<Cmd> = (0..5)
-            .map(|_| {
-                let mut c = redis::cmd("SET");
-                c.arg("k").arg(&big);
-                c
-            })
-            .collect();
-        let pipes = pipelines(cmds);
-        assert_eq!(pipes.iter().map(|p| p.len()).sum::<usize>(), 5);
-        assert!(pipes.len() >= 3);
-        assert!(pipelines(Vec::new()).is_empty());
     }
 }

@@ -27,3 +27,22 @@ def test_only_the_protocol_scripts_are_loaded(client, r):
     assert len(rfq) == 10
     assert r.script_exists(*rfq.values()) == [True] * len(rfq), dict(zip(rfq, r.script_exists(*rfq.values())))
     assert r.info('memory')['number_of_cached_scripts'] == len(rfq)
+
+
+def test_rsmq_runs_exactly_the_rsmq_scripts(client, r):
+    dead = client.rsmq('dead')
+    dead.create()
+    q = client.rsmq('jobs')
+    q.create(max_receives=1, dead_letter='dead')
+    q.set_attributes(vt=5)
+    a, b = q.send_batch(['a', 'b'])
+    q.receive(vt=0)
+    q.change_visibility(b, 0)
+    q.pop()
+    q.delete(a)
+    q.attributes()
+    q.delete_queue()
+    rsmq = {name: sha for name, sha in protocol.script_hashes().items() if name.startswith('rsmq/')}
+    assert len(rsmq) == 8
+    assert r.script_exists(*rsmq.values()) == [True] * len(rsmq), dict(zip(rsmq, r.script_exists(*rsmq.values())))
+    assert r.info('memory')['number_of_cached_scripts'] == len(rsmq)

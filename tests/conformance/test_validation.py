@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import pytest
 
-from _redis import commandstats, operation_commands
+from _redis import no_io
 from ferroq.exceptions import (
     BatchError,
     FerroqError,
@@ -38,16 +37,6 @@ BAD_MESSAGES = [
     None,
     42,
 ]
-
-
-@contextlib.contextmanager
-def no_io(r):
-    """Asserts that the block ran no command on Redis (and wrote nothing)."""
-    size = r.dbsize()
-    before = commandstats(r)
-    yield
-    assert operation_commands(before, commandstats(r)) == {}
-    assert r.dbsize() == size
 
 
 @pytest.mark.parametrize('name', BAD_NAMES)

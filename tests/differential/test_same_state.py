@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import redis
 
-from _adapters import KINDS, LoopThread, new_client
+from _adapters import KINDS, LoopThread
+from _differential import run_scenario
 from ferroq.types import InspectEntry, Message, TopicStats
 
 ID_RE = re.compile(r'[0-9a-f]{32}')
@@ -106,17 +107,8 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], list[Any]]:
-    raw = redis.Redis.from_url(url, decode_responses=True)
-    c = new_client(kind, loop, url, chunk_size=3)
-    try:
-        ids, log = scenario(c, raw)
-        index = {msg_id: f'<{i}>' for i, msg_id in enumerate(ids)}
-        assert len(index) == len(ids)
-        return dump(raw, index), normalize(log, index)
-    finally:
-        c.close()
-        raw.close()
+def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], Any]:
+    return run_scenario(kind, url, loop, scenario, dump, normalize)
 
 
 @pytest.mark.parametrize('kind', [k for k in KINDS if k != REFERENCE])

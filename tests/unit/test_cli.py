@@ -81,5 +81,52 @@ def test_password_is_not_printed(auth_server, flags, tmp_path):
 def test_help(tmp_path):
     out = run(None, '--help', cwd=tmp_path)
     assert out.returncode == 0
-    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'bench'):
+    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'rsmq', 'bench'):
         assert verb in out.stdout
+
+
+def test_rsmq_verbs(redis_url, r, flags, tmp_path):
+    def ok(*args: str, stdin: str | None = None) -> str:
+        out = run(redis_url, *flags, *args, stdin=stdin, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    ok('rsmq', 'create', '-q', 'dead')
+    ok('rsmq', 'create', '-q', 'jobs', '--vt', '60', '--maxsize', '-1', '--max-receives', '3', '--dead-letter', 'dead')
+    assert r.hmget('rsmq:jobs:Q', 'vt', 'maxsize', 'ferroq:maxrecv', 'ferroq:dlq') == ['60', '-1', '3', 'dead']
+    assert json.loads(ok('--json', 'rsmq', 'queues')) == ['dead', 'jobs']
+    [first] = json.loads(ok('rsmq', 'send', '-q', 'jobs', '-m', 'hello world', '--json'))
+    assert r.hget('rsmq:jobs:Q', first) == 'hello world'
+    more = ok('rsmq', 'send', '-q', 'jobs', '--stdin', stdin='two\nthree\n').split()
+    assert len(more) == 2
+    [got] = [json.loads(line) for line in ok('rsmq', 'receive', '-q', 'jobs', '--vt', '0').splitlines()]
+    assert (got['id'], got['message'], got['rc']) == (first, 'hello world', 1)
+    [attrs] = json.loads(ok('--json', 'rsmq', 'attributes', '-q', 'jobs'))
+    assert (attrs['totalsent'], attrs['totalrecv'], attrs['msgs'], attrs['dead_letter']) == (3, 1, 3, 'dead')
+    table = ok('rsmq', 'attributes')
+    assert table.splitlines()[0].split()[:3] == ['QUEUE', 'MSGS', 'HIDDEN'] and 'dead after 3' in table
+    ok('rsmq', 'visibility', '-q', 'jobs', '--vt', '60', first)
+    popped = [json.loads(line)['message'] for line in ok('rsmq', 'pop', '-q', 'jobs', '-n', '5').splitlines()]
+    assert popped == ['two', 'three']
+    assert ok('rsmq', 'delete', '-q', 'jobs', first).split() == [first]
+    out = run(redis_url, *flags, 'rsmq', 'visibility', '-q', 'jobs', '--vt', '1', first, cwd=tmp_path)
+    assert out.returncode == 1 and 'not found' in out.stderr
+    [attrs] = json.loads(ok('rsmq', 'set-attributes', '-q', 'jobs', '--vt', '5', '--json'))
+    assert attrs['vt'] == 5
+    out = run(redis_url, *flags, 'rsmq', 'delete-queue', '-q', 'jobs', cwd=tmp_path)
+    assert out.returncode == 2 and '--yes' in out.stderr
+    ok('rsmq', 'delete-queue', '-q', 'jobs', '--yes')
+    assert ok('rsmq', 'queues', '--ns', 'rsmq').split() == ['dead']
+
+
+def test_rsmq_bad_input_exits_2(redis_url, r, flags, tmp_path):
+    for args in (
+        ('rsmq', 'create', '-q', 'bad.name'),
+        ('rsmq', 'create', '-q', 'jobs', '--maxsize', '100'),
+        ('rsmq', 'delete', '-q', 'jobs', 'short-id'),
+    ):
+        out = run(redis_url, *flags, *args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
+    out = run(redis_url, *flags, 'rsmq', 'receive', '-q', 'missing', cwd=tmp_path)
+    assert out.returncode == 1 and 'not found' in out.stderr
+    assert r.dbsize() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 import uuid
 from pathlib import Path
@@ -14,6 +15,7 @@ import ferroq._ferroq as native
 from _checks import assert_rfq_id
 from ferroq import protocol
 from ferroq.protocol import keys
+from ferroq.types import rsmq_sent
 
 SOURCE_LUA = Path(__file__).resolve().parents[2] / 'python' / 'ferroq' / 'protocol' / 'lua'
 
@@ -42,6 +44,16 @@ def test_native_and_python_load_the_same_scripts():
         'rfq/release-4',
         'rfq/stats-4',
     }
+    assert {name for name in hashes if name.startswith('rsmq/')} == {
+        'rsmq/attributes-2',
+        'rsmq/create-3',
+        'rsmq/delete-2',
+        'rsmq/delete_queue-3',
+        'rsmq/receive-4',
+        'rsmq/send-2',
+        'rsmq/set_attributes-2',
+        'rsmq/visibility-2',
+    }
 
 
 def test_script_hashes_are_sha1_of_the_installed_files():
@@ -65,6 +77,24 @@ def test_native_keys_match_protocol_keys(topic):
         f'rfq:{topic}:deliveries',
     ]
     assert keys.rfq_message(topic, 'abc') == f'rfq:{topic}:message:abc'
+
+
+@pytest.mark.parametrize(('ns', 'qname'), [('rsmq', 'jobs'), ('app:v1', 'A-z_09'), ('n' * 64, 'q' * 160)])
+def test_native_rsmq_keys_match_protocol_keys(ns, qname):
+    assert native.rsmq_keys(ns, qname) == keys.rsmq_keys(ns, qname)
+    assert keys.rsmq_keys(ns, qname) == [f'{ns}:QUEUES', f'{ns}:{qname}', f'{ns}:{qname}:Q', f'{ns}:rt:{qname}']
+
+
+@pytest.mark.parametrize(('ns', 'qname'), [('rsmq', 'a.b'), ('rsmq', 'q' * 161), ('a b', 'jobs'), ('', 'jobs')])
+def test_native_rsmq_keys_validate(ns, qname):
+    with pytest.raises(ferroq.InvalidName):
+        native.rsmq_keys(ns, qname)
+
+
+def test_rsmq_sent_reads_the_id_time():
+    assert rsmq_sent('hoffhv5l3njYWTFbRSeb8pK7HNzgE0kN') == int('hoffhv5l3n', 36) / 1000
+    assert math.isnan(rsmq_sent('X:' * 16))
+    assert math.isnan(rsmq_sent('short'))
 
 
 def test_new_message_id_format():
@@ -95,3 +125,5 @@ def test_public_api_exports():
         assert hasattr(ferroq, name), name
     assert ferroq.Client is native.Client
     assert ferroq.AsyncClient is native.AsyncClient
+    assert ferroq.RsmqQueue is native.RsmqQueue
+    assert ferroq.AsyncRsmqQueue is native.AsyncRsmqQueue

@@ -44,3 +44,38 @@ def rfq_deliveries(topic: str) -> str:
 def rfq_topic_keys(topic: str) -> list[str]:
     """The four per-topic keys every topic script takes first: backlog, nextlog, leases, deliveries."""
     return [rfq_backlog(topic), rfq_nextlog(topic), rfq_leases(topic), rfq_deliveries(topic)]
+
+
+# --- RSMQ (smrchy/rsmq 0.12, PyRSMQ 0.6): the keys of a queue ``q`` in namespace ``ns`` -------------
+
+#: RSMQ's queue-name rule (Node RSMQ ``_VALID.qname``).
+RSMQ_QNAME_PATTERN = r'[A-Za-z0-9_-]{1,160}'
+#: Namespaces ferroq accepts (RSMQ itself checks nothing).
+RSMQ_NS_PATTERN = r'[A-Za-z0-9_.:-]{1,64}'
+#: RSMQ's message-id rule (Node RSMQ ``_VALID.id``).
+RSMQ_ID_PATTERN = r'[A-Za-z0-9:]{32}'
+
+
+def rsmq_queues(ns: str) -> str:
+    """SET of the queue names of a namespace."""
+    return f'{ns}:QUEUES'
+
+
+def rsmq_queue(ns: str, qname: str) -> str:
+    """ZSET: message id -> epoch ms at which it is next receivable."""
+    return f'{ns}:{qname}'
+
+
+def rsmq_hash(ns: str, qname: str) -> str:
+    """HASH: the queue attributes and, per message, ``<id>`` (body), ``<id>:rc``, ``<id>:fr``."""
+    return f'{ns}:{qname}:Q'
+
+
+def rsmq_channel(ns: str, qname: str) -> str:
+    """Pub/sub channel of realtime notifications (the queue size is published on send)."""
+    return f'{ns}:rt:{qname}'
+
+
+def rsmq_keys(ns: str, qname: str) -> list[str]:
+    """QUEUES set, queue ZSET, queue HASH, realtime channel (the order of ``_ferroq.rsmq_keys``)."""
+    return [rsmq_queues(ns), rsmq_queue(ns, qname), rsmq_hash(ns, qname), rsmq_channel(ns, qname)]

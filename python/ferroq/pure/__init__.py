@@ -10,7 +10,7 @@ same keys and arguments (so Redis ends in the same state), and raises the same :
 
 from __future__ import annotations
 
-from ferroq.pure.async_client import AsyncClient, AsyncTopic
-from ferroq.pure.client import Client, Topic
+from ferroq.pure.async_client import AsyncClient, AsyncRsmqQueue, AsyncTopic
+from ferroq.pure.client import Client, RsmqQueue, Topic
 
-__all__ = ['AsyncClient', 'AsyncTopic', 'Client', 'Topic']
+__all__ = ['AsyncClient', 'AsyncRsmqQueue', 'AsyncTopic', 'Client', 'RsmqQueue', 'Topic']

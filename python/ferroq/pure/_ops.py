@@ -95,7 +95,25 @@ class Sleep(NamedTuple):
     seconds: float
 
 
-Request = Union[Call, Pipe, Block, Sleep]
+class Subscribe(NamedTuple):
+    """SUBSCRIBE on a dedicated connection held until the operation ends; waits for the confirmation.
+
+    Reply: None, or the redis-py exception.
+    """
+
+    channel: str
+
+
+class Listen(NamedTuple):
+    """Wait up to ``timeout`` seconds for a message on the :class:`Subscribe` d channel (draining any queued).
+
+    Reply: True if one came, else False; or the redis-py exception.
+    """
+
+    timeout: float
+
+
+Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen]
 #: An operation: yields requests, receives replies, returns the operation's result.
 Plan = Generator[Request, Any, T]
 

@@ -18,10 +18,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from ferroq.exceptions import ConnectionFailed
-from ferroq.pure import _ops
-from ferroq.types import InspectEntry, Message, TopicStats
+from ferroq.pure import _ops, _rsmq
+from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
-__all__ = ['AsyncClient', 'AsyncTopic']
+__all__ = ['AsyncClient', 'AsyncRsmqQueue', 'AsyncTopic']
 
 T = TypeVar('T')
 
@@ -78,20 +78,40 @@ class AsyncClient:
     # --- I/O: run a plan ---
 
     async def _run(self, plan: _ops.Plan[T]) -> T:
+        subscription: list[Any] = []  # the PubSub of a Subscribe request, closed when the plan ends
         try:
             request = next(plan)
             while True:
-                request = plan.send(await self._execute(request))
+                request = plan.send(await self._execute(request, subscription))
         except StopIteration as stop:
             return cast(T, stop.value)
+        finally:
+            for pubsub in subscription:
+                await pubsub.aclose()
 
-    async def _execute(self, request: _ops.Request) -> Any:
+    async def _execute(self, request: _ops.Request, subscription: list[Any]) -> Any:
         """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
         if self._closed:
             raise ConnectionFailed(_ops.CLOSED)
         if self._pid != os.getpid():
             self._open()  # a forked child: never share the parent's sockets
         try:
+            if isinstance(request, _ops.Subscribe):
+                pubsub = aredis.client.PubSub(self._blocking_pool)
+                subscription.append(pubsub)
+                await pubsub.subscribe(request.channel)
+                # Wait for the confirmation: only then is a notification sent after it sure to reach us.
+                try:
+                    message = await asyncio.wait_for(self._next_message(pubsub, None), self._ctx.command_timeout)
+                except asyncio.TimeoutError:
+                    raise redis.TimeoutError(f'no reply to SUBSCRIBE within {self._ctx.command_timeout:g} s') from None
+                return None if message['type'] == 'subscribe' else redis.ResponseError(str(message))
+            if isinstance(request, _ops.Listen):
+                pubsub = subscription[0]
+                heard = await pubsub.get_message(timeout=request.timeout) is not None
+                while heard and await pubsub.get_message(timeout=0.0) is not None:
+                    pass  # drain: one wake-up is enough
+                return heard
             if isinstance(request, _ops.Call):
                 return await self._redis.execute_command(*request.args)
             if isinstance(request, _ops.Pipe):
@@ -105,6 +125,13 @@ class AsyncClient:
             return None
         except (redis.RedisError, UnicodeDecodeError) as exc:
             return exc
+
+    @staticmethod
+    async def _next_message(pubsub: Any, timeout: float | None) -> Any:
+        while True:
+            message = await pubsub.get_message(timeout=timeout)
+            if message is not None:
+                return message
 
     async def _blocking(self, args: tuple[str, ...], timeout: float) -> Any:
         pool: Any = self._blocking_pool
@@ -129,6 +156,13 @@ class AsyncClient:
 
     async def topics(self) -> list[str]:
         return await self._run(_ops.topics(self._ctx))
+
+    def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> AsyncRsmqQueue:
+        """An RSMQ queue (smrchy/rsmq and PyRSMQ compatible). ``realtime``: PUBLISH the queue size on send."""
+        return AsyncRsmqQueue(self, _rsmq.queue_ref(qname, ns, realtime))
+
+    async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
+        return await self._run(_rsmq.queues(self._ctx, ns))
 
     async def claim(
         self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
@@ -215,3 +249,102 @@ class AsyncTopic:
 
     async def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
         return await self._client._run(_ops.purge(self._ctx, self._keys, queue))
+
+
+@final
+class AsyncRsmqQueue:
+    """An RSMQ queue on an :class:`AsyncClient`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: AsyncClient, ref: _rsmq.RsmqRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    @property
+    def ns(self) -> str:
+        return self._ref.ns
+
+    @property
+    def realtime(self) -> bool:
+        return self._ref.realtime
+
+    def __repr__(self) -> str:
+        return f'AsyncRsmqQueue(name={self._ref.name!r}, ns={self._ref.ns!r}, url={self._ctx.shown_url!r})'
+
+    async def create(
+        self,
+        vt: int = 30,
+        delay: int = 0,
+        maxsize: int = 65536,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> None:
+        """Create the queue (QueueExists if it exists); ``max_receives`` with ``dead_letter`` adds a dead-letter queue."""
+        await self._client._run(_rsmq.create(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter))
+
+    async def delete_queue(self) -> None:
+        """Delete the queue and all its messages (QueueNotFound if it does not exist)."""
+        await self._client._run(_rsmq.delete_queue(self._ctx, self._ref))
+
+    async def attributes(self) -> RsmqAttributes:
+        """The queue's attributes and message counts."""
+        return await self._client._run(_rsmq.attributes(self._ctx, self._ref))
+
+    async def set_attributes(
+        self,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> RsmqAttributes:
+        """Change the given attributes (``max_receives=0`` removes the dead-letter queue); returns them all."""
+        return await self._client._run(
+            _rsmq.set_attributes(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter)
+        )
+
+    async def send(self, message: str, delay: float | None = None) -> str:
+        """Send a message (visible after ``delay`` seconds, default the queue's); returns its id."""
+        return await self._client._run(_rsmq.send_one(self._ctx, self._ref, message, delay))
+
+    async def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
+        """Send many messages (validated first, chunks pipelined); returns their ids in input order."""
+        return await self._client._run(_rsmq.send_batch(self._ctx, self._ref, messages, delay))
+
+    async def receive(self, vt: float | None = None, block: float | None = None) -> RsmqMessage | None:
+        """Receive the oldest visible message and hide it for ``vt`` seconds; ``block``: wait up to that long."""
+        messages = await self._client._run(_rsmq.receive(self._ctx, self._ref, 1, vt, block))
+        return messages[0] if messages else None
+
+    async def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
+        """Receive up to ``count`` visible messages, oldest first."""
+        return await self._client._run(_rsmq.receive(self._ctx, self._ref, count, vt, block))
+
+    async def pop(self) -> RsmqMessage | None:
+        """Receive and delete the oldest visible message."""
+        messages = await self._client._run(_rsmq.receive(self._ctx, self._ref, 1, None, None, pop=True))
+        return messages[0] if messages else None
+
+    async def pop_batch(self, count: int) -> list[RsmqMessage]:
+        """Receive and delete up to ``count`` visible messages, oldest first."""
+        return await self._client._run(_rsmq.receive(self._ctx, self._ref, count, None, None, pop=True))
+
+    async def delete(self, id: str) -> bool:
+        """Delete a message; True if it was there."""
+        return await self._client._run(_rsmq.delete(self._ctx, self._ref, id))
+
+    async def delete_batch(self, ids: Iterable[str]) -> list[str]:
+        """Delete messages; returns the ids that were there."""
+        return await self._client._run(_rsmq.delete_batch(self._ctx, self._ref, ids))
+
+    async def change_visibility(self, id: str, vt: float) -> bool:
+        """Hide a message for ``vt`` seconds from now; True if it exists."""
+        return await self._client._run(_rsmq.change_visibility(self._ctx, self._ref, id, vt))

@@ -26,10 +26,10 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ferroq.exceptions import ConnectionFailed
-from ferroq.pure import _ops
-from ferroq.types import InspectEntry, Message, TopicStats
+from ferroq.pure import _ops, _rsmq
+from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
-__all__ = ['Client', 'Topic']
+__all__ = ['Client', 'RsmqQueue', 'Topic']
 
 T = TypeVar('T')
 
@@ -90,20 +90,40 @@ class Client:
     # --- I/O: run a plan ---
 
     def _run(self, plan: _ops.Plan[T]) -> T:
+        subscription: list[Any] = []  # the PubSub of a Subscribe request, closed when the plan ends
         try:
             request = next(plan)
             while True:
-                request = plan.send(self._execute(request))
+                request = plan.send(self._execute(request, subscription))
         except StopIteration as stop:
             return cast(T, stop.value)
+        finally:
+            for pubsub in subscription:
+                pubsub.close()
 
-    def _execute(self, request: _ops.Request) -> Any:
+    def _execute(self, request: _ops.Request, subscription: list[Any]) -> Any:
         """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
         if self._closed:
             raise ConnectionFailed(_ops.CLOSED)
         if self._pid != os.getpid():
             self._open()  # a forked child: never share the parent's sockets
         try:
+            if isinstance(request, _ops.Subscribe):
+                pubsub = redis.client.PubSub(self._blocking_pool)
+                subscription.append(pubsub)
+                pubsub.subscribe(request.channel)
+                # Wait for the confirmation: only then is a notification sent after it sure to reach us.
+                deadline = time.monotonic() + self._ctx.command_timeout
+                while (message := pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))) is None:
+                    if time.monotonic() >= deadline:
+                        raise redis.TimeoutError(f'no reply to SUBSCRIBE within {self._ctx.command_timeout:g} s')
+                return None if message['type'] == 'subscribe' else redis.ResponseError(str(message))
+            if isinstance(request, _ops.Listen):
+                pubsub = subscription[0]
+                heard = pubsub.get_message(timeout=request.timeout) is not None
+                while heard and pubsub.get_message(timeout=0.0) is not None:
+                    pass  # drain: one wake-up is enough
+                return heard
             if isinstance(request, _ops.Call):
                 return self._redis.execute_command(*request.args)
             if isinstance(request, _ops.Pipe):
@@ -142,6 +162,14 @@ class Client:
     def topics(self) -> list[str]:
         """Every topic with a backlog or nextlog, sorted; found with SCAN, never KEYS."""
         return self._run(_ops.topics(self._ctx))
+
+    def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> RsmqQueue:
+        """An RSMQ queue (smrchy/rsmq and PyRSMQ compatible). ``realtime``: PUBLISH the queue size on send."""
+        return RsmqQueue(self, _rsmq.queue_ref(qname, ns, realtime))
+
+    def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
+        """The RSMQ queues of a namespace, sorted."""
+        return self._run(_rsmq.queues(self._ctx, ns))
 
     def claim(
         self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
@@ -244,3 +272,102 @@ class Topic:
     def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
         """Delete every message of the backlog (or nextlog); returns how many."""
         return self._client._run(_ops.purge(self._ctx, self._keys, queue))
+
+
+@final
+class RsmqQueue:
+    """An RSMQ queue on a :class:`Client`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: Client, ref: _rsmq.RsmqRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    @property
+    def ns(self) -> str:
+        return self._ref.ns
+
+    @property
+    def realtime(self) -> bool:
+        return self._ref.realtime
+
+    def __repr__(self) -> str:
+        return f'RsmqQueue(name={self._ref.name!r}, ns={self._ref.ns!r}, url={self._ctx.shown_url!r})'
+
+    def create(
+        self,
+        vt: int = 30,
+        delay: int = 0,
+        maxsize: int = 65536,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> None:
+        """Create the queue (QueueExists if it exists); ``max_receives`` with ``dead_letter`` adds a dead-letter queue."""
+        self._client._run(_rsmq.create(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter))
+
+    def delete_queue(self) -> None:
+        """Delete the queue and all its messages (QueueNotFound if it does not exist)."""
+        self._client._run(_rsmq.delete_queue(self._ctx, self._ref))
+
+    def attributes(self) -> RsmqAttributes:
+        """The queue's attributes and message counts."""
+        return self._client._run(_rsmq.attributes(self._ctx, self._ref))
+
+    def set_attributes(
+        self,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> RsmqAttributes:
+        """Change the given attributes (``max_receives=0`` removes the dead-letter queue); returns them all."""
+        return self._client._run(
+            _rsmq.set_attributes(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter)
+        )
+
+    def send(self, message: str, delay: float | None = None) -> str:
+        """Send a message (visible after ``delay`` seconds, default the queue's); returns its id."""
+        return self._client._run(_rsmq.send_one(self._ctx, self._ref, message, delay))
+
+    def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
+        """Send many messages (validated first, chunks pipelined); returns their ids in input order."""
+        return self._client._run(_rsmq.send_batch(self._ctx, self._ref, messages, delay))
+
+    def receive(self, vt: float | None = None, block: float | None = None) -> RsmqMessage | None:
+        """Receive the oldest visible message and hide it for ``vt`` seconds; ``block``: wait up to that long."""
+        messages = self._client._run(_rsmq.receive(self._ctx, self._ref, 1, vt, block))
+        return messages[0] if messages else None
+
+    def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
+        """Receive up to ``count`` visible messages, oldest first."""
+        return self._client._run(_rsmq.receive(self._ctx, self._ref, count, vt, block))
+
+    def pop(self) -> RsmqMessage | None:
+        """Receive and delete the oldest visible message."""
+        messages = self._client._run(_rsmq.receive(self._ctx, self._ref, 1, None, None, pop=True))
+        return messages[0] if messages else None
+
+    def pop_batch(self, count: int) -> list[RsmqMessage]:
+        """Receive and delete up to ``count`` visible messages, oldest first."""
+        return self._client._run(_rsmq.receive(self._ctx, self._ref, count, None, None, pop=True))
+
+    def delete(self, id: str) -> bool:
+        """Delete a message; True if it was there."""
+        return self._client._run(_rsmq.delete(self._ctx, self._ref, id))
+
+    def delete_batch(self, ids: Iterable[str]) -> list[str]:
+        """Delete messages; returns the ids that were there."""
+        return self._client._run(_rsmq.delete_batch(self._ctx, self._ref, ids))
+
+    def change_visibility(self, id: str, vt: float) -> bool:
+        """Hide a message for ``vt`` seconds from now; True if it exists."""
+        return self._client._run(_rsmq.change_visibility(self._ctx, self._ref, id, vt))

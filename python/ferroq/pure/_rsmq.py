@@ -1,0 +1,450 @@
+"""The RSMQ protocol for both pure clients: validation, requests and reply decoding, as plans (see ``_ops``).
+
+Queues are byte-compatible with smrchy/rsmq 0.12 and PyRSMQ 0.6: the scripts in
+``ferroq/protocol/lua/rsmq/`` write exactly RSMQ's keys and fields; docs/protocol.md explains the
+client side done here.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ferroq.exceptions import (
+    BatchError,
+    FerroqError,
+    InvalidArgument,
+    InvalidMessage,
+    InvalidName,
+    MessageTooLarge,
+    QueueExists,
+    QueueNotFound,
+)
+from ferroq.protocol import keys
+from ferroq.pure._ops import (
+    Listen,
+    Plan,
+    Settings,
+    Subscribe,
+    _eval,
+    _iterable,
+    _seconds,
+    _utf8_len,
+    check_block,
+    check_count,
+    check_flag,
+    map_error,
+    reply_error,
+    script,
+    send,
+)
+from ferroq.types import RsmqAttributes, RsmqMessage, rsmq_sent
+
+#: RSMQ's bound for vt and delay, in seconds.
+MAX_RSMQ_SECONDS = 9_999_999
+#: Longest wait between two receive attempts of a blocking receive when no notification comes (producers
+#: that do not publish: PyRSMQ, or RSMQ without realtime).
+BLOCK_POLL = 1.0
+#: Tries of a receive when the queue's dead-letter queue changes under it.
+DLQ_TRIES = 3
+
+_QNAME_RE = re.compile(keys.RSMQ_QNAME_PATTERN)
+_NS_RE = re.compile(keys.RSMQ_NS_PATTERN)
+_ID_RE = re.compile(keys.RSMQ_ID_PATTERN)
+_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass
+class RsmqRef:
+    """A queue as a client object knows it: its keys, and the dead-letter queue last learnt from Redis."""
+
+    ns: str
+    name: str
+    realtime: bool
+    zset: str
+    hash: str
+    channel: str
+    dlq: str | None = None
+
+    @property
+    def pair(self) -> list[str]:
+        return [self.zset, self.hash]
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+def check_qname(name: object) -> str:
+    if not isinstance(name, str) or not _QNAME_RE.fullmatch(name):
+        raise InvalidName(f'invalid RSMQ queue name {name!r}: use 1-160 characters from A-Z a-z 0-9 _ -')
+    return name
+
+
+def check_ns(ns: object) -> str:
+    if not isinstance(ns, str) or not _NS_RE.fullmatch(ns):
+        raise InvalidName(f'invalid RSMQ namespace {ns!r}: use 1-64 characters from A-Z a-z 0-9 _ . : -')
+    return ns
+
+
+def queue_ref(qname: object, ns: object, realtime: object) -> RsmqRef:
+    """Client.rsmq: validate and build the keys (no I/O)."""
+    name, space = check_qname(qname), check_ns(ns)
+    rt = check_flag(realtime, 'realtime')
+    return RsmqRef(
+        space, name, rt, keys.rsmq_queue(space, name), keys.rsmq_hash(space, name), keys.rsmq_channel(space, name)
+    )
+
+
+def _stored_seconds(value: object, name: str) -> str:
+    """vt or delay as stored in the queue hash: integer seconds."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RSMQ_SECONDS:
+        raise InvalidArgument(f'{name} must be an int from 0 to {MAX_RSMQ_SECONDS} (seconds), got {value!r}')
+    return str(value)
+
+
+def _maxsize(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, int) or not (1024 <= value <= 65536 or value == -1):
+        raise InvalidArgument(f'maxsize must be an int from 1024 to 65536, or -1 for unlimited, got {value!r}')
+    return str(value)
+
+
+def _call_ms(value: object, name: str) -> str:
+    """A per-call vt or delay (never stored, so fractions are fine): milliseconds."""
+    seconds = _seconds(value)
+    if seconds is None or not 0 <= seconds <= MAX_RSMQ_SECONDS:
+        raise InvalidArgument(f'{name} must be a number of seconds from 0 to {MAX_RSMQ_SECONDS}, got {value!r}')
+    return str(round(seconds * 1000))
+
+
+def _optional_ms(value: object, name: str) -> str:
+    return '' if value is None else _call_ms(value, name)
+
+
+_PAIRING = (
+    'max_receives and dead_letter go together: give both, or max_receives=0 alone to remove the dead-letter queue'
+)
+
+
+def _dead_letter(ref: RsmqRef, max_receives: object, dead_letter: object, least: int) -> tuple[str, str]:
+    """(max_receives, dead_letter) as the scripts take them: '' for "not given"."""
+    if max_receives is None and dead_letter is None:
+        return '', ''
+    if max_receives is not None and (
+        isinstance(max_receives, bool) or not isinstance(max_receives, int) or max_receives < least
+    ):
+        hint = ' (0 removes the dead-letter queue)' if least == 0 else ''
+        raise InvalidArgument(f'max_receives must be an int >= {least}{hint}, got {max_receives!r}')
+    if dead_letter is not None:
+        check_qname(dead_letter)
+        if dead_letter == ref.name:
+            raise InvalidArgument(f'a queue cannot be its own dead-letter queue: {dead_letter!r}')
+    if not isinstance(max_receives, int) or (max_receives == 0) != (dead_letter is None):
+        raise InvalidArgument(_PAIRING)
+    return str(max_receives), dead_letter if isinstance(dead_letter, str) else ''
+
+
+def utf16_len(text: str) -> int:
+    """RSMQ's message length: JavaScript's ``string.length`` (UTF-16 code units)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _check_message(message: object, max_bytes: int) -> int:
+    """Validate one message; returns its UTF-16 length."""
+    if not isinstance(message, str):
+        raise InvalidMessage(f'an RSMQ message must be a str, got {type(message).__name__}')
+    try:
+        size = _utf8_len(message)
+    except UnicodeEncodeError:
+        raise InvalidMessage('an RSMQ message is not valid Unicode (lone surrogate)') from None
+    if size > max_bytes:
+        raise MessageTooLarge(f'message is {size} bytes, more than max_message_bytes={max_bytes}')
+    return utf16_len(message)
+
+
+def _too_long(length: int, maxsize: str) -> MessageTooLarge:
+    return MessageTooLarge(
+        f"message is {length} characters (UTF-16 code units), more than the queue's maxsize {maxsize}"
+    )
+
+
+def check_rsmq_id(msg_id: object) -> str:
+    if not isinstance(msg_id, str) or not _ID_RE.fullmatch(msg_id):
+        raise InvalidArgument(f'invalid RSMQ message id {msg_id!r}: expected 32 characters from A-Z a-z 0-9 :')
+    return msg_id
+
+
+# --- script outcomes -----------------------------------------------------------------------------
+
+
+def _status(ctx: Settings, ref: RsmqRef, name: str, reply: Any) -> list[Any]:
+    """The reply of an rsmq script when its status is 'ok'; the matching error otherwise."""
+    if not isinstance(reply, list) or not reply:
+        raise reply_error(ctx, name, reply)
+    status = reply[0]
+    if status == 'ok':
+        return reply
+    if status == 'notfound':
+        raise _not_found(ref)
+    if status == 'exists':
+        raise QueueExists(f'RSMQ queue {ref.name!r} already exists in namespace {ref.ns!r}')
+    if status == 'dlqmissing' and len(reply) == 2:
+        raise QueueNotFound(
+            f'dead-letter queue {reply[1]!r} of RSMQ queue {ref.name!r} not found in namespace {ref.ns!r}'
+        )
+    raise reply_error(ctx, name, reply)
+
+
+def _not_found(ref: RsmqRef) -> QueueNotFound:
+    return QueueNotFound(f'RSMQ queue {ref.name!r} not found in namespace {ref.ns!r}')
+
+
+def _dlq_hash(ref: RsmqRef, dead_letter: str) -> str:
+    return keys.rsmq_hash(ref.ns, dead_letter) if dead_letter else ref.hash
+
+
+# --- operations ----------------------------------------------------------------------------------
+
+
+def queues(ctx: Settings, ns: str) -> Plan[list[str]]:
+    space = check_ns(ns)
+    reply = (yield from send(ctx, [('SMEMBERS', keys.rsmq_queues(space))], retry_drop=True))[0]
+    if not isinstance(reply, (list, set)):
+        raise reply_error(ctx, 'SMEMBERS', reply)
+    return sorted(reply)
+
+
+def create(
+    ctx: Settings, ref: RsmqRef, vt: int, delay: int, maxsize: int, max_receives: int | None, dead_letter: str | None
+) -> Plan[None]:
+    args = [ref.name, _stored_seconds(vt, 'vt'), _stored_seconds(delay, 'delay'), _maxsize(maxsize)]
+    maxrecv, dlq = _dead_letter(ref, max_receives, dead_letter, 1)
+    script_keys = [keys.rsmq_queues(ref.ns), ref.hash, _dlq_hash(ref, dlq)]
+    reply = yield from script(ctx, 'rsmq/create-3', script_keys, [*args, maxrecv, dlq])
+    _status(ctx, ref, 'rsmq/create-3', reply)
+
+
+def delete_queue(ctx: Settings, ref: RsmqRef) -> Plan[None]:
+    script_keys = [keys.rsmq_queues(ref.ns), ref.zset, ref.hash]
+    reply = yield from script(ctx, 'rsmq/delete_queue-3', script_keys, [ref.name])
+    _status(ctx, ref, 'rsmq/delete_queue-3', reply)
+
+
+def attributes(ctx: Settings, ref: RsmqRef) -> Plan[RsmqAttributes]:
+    reply = (yield from send(ctx, [_eval('rsmq/attributes-2', ref.pair, [])], retry_drop=True))[0]
+    return _attributes(ctx, ref, reply)
+
+
+def _attributes(ctx: Settings, ref: RsmqRef, reply: Any) -> RsmqAttributes:
+    ok = _status(ctx, ref, 'rsmq/attributes-2', reply)
+    try:
+        (vt, delay, maxsize, totalrecv, totalsent, created, modified, maxrecv, dlq), msgs, hidden = ok[1:]
+        return RsmqAttributes(
+            vt=float(vt),
+            delay=float(delay),
+            maxsize=int(maxsize),
+            totalrecv=int(totalrecv or 0),
+            totalsent=int(totalsent or 0),
+            created=int(float(created or 0)),
+            modified=int(float(modified or 0)),
+            msgs=int(msgs),
+            hiddenmsgs=int(hidden),
+            max_receives=int(maxrecv) if maxrecv is not None else None,
+            dead_letter=dlq,
+        )
+    except (TypeError, ValueError):
+        raise reply_error(ctx, 'rsmq/attributes-2', reply) from None
+
+
+def set_attributes(
+    ctx: Settings,
+    ref: RsmqRef,
+    vt: int | None,
+    delay: int | None,
+    maxsize: int | None,
+    max_receives: int | None,
+    dead_letter: str | None,
+) -> Plan[RsmqAttributes]:
+    if vt is None and delay is None and maxsize is None and max_receives is None and dead_letter is None:
+        raise InvalidArgument('set_attributes needs at least one of vt, delay, maxsize, max_receives, dead_letter')
+    args = [
+        '' if vt is None else _stored_seconds(vt, 'vt'),
+        '' if delay is None else _stored_seconds(delay, 'delay'),
+        '' if maxsize is None else _maxsize(maxsize),
+    ]
+    maxrecv, dlq = _dead_letter(ref, max_receives, dead_letter, 0)
+    call = _eval('rsmq/set_attributes-2', [ref.hash, _dlq_hash(ref, dlq)], [*args, maxrecv, dlq])
+    changed = (yield from send(ctx, [call], retry_drop=True))[0]  # setting the same values again is harmless
+    _status(ctx, ref, 'rsmq/set_attributes-2', changed)
+    # A second round trip: pipelined, a NOSCRIPT retry of the first script could run it after the read.
+    return (yield from attributes(ctx, ref))
+
+
+def send_one(ctx: Settings, ref: RsmqRef, message: str, delay: float | None) -> Plan[str]:
+    length = _check_message(message, ctx.max_message_bytes)
+    return (yield from _send(ctx, ref, [message], [length], _optional_ms(delay, 'delay'), single=True))[0]
+
+
+def send_batch(ctx: Settings, ref: RsmqRef, messages: Iterable[str], delay: float | None) -> Plan[list[str]]:
+    items = _iterable(messages, 'messages')
+    lengths: list[int] = []
+    errors: list[tuple[int, FerroqError]] = []
+    for index, message in enumerate(items):
+        try:
+            lengths.append(_check_message(message, ctx.max_message_bytes))
+        except InvalidMessage as exc:
+            errors.append((index, exc))
+    if errors:
+        raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
+    delay_ms = _optional_ms(delay, 'delay')
+    if not items:
+        return []
+    return (yield from _send(ctx, ref, items, lengths, delay_ms, single=False))
+
+
+def _batch_too_long(lengths: list[int], maxsize: str) -> BatchError:
+    limit = int(maxsize)
+    errors: list[tuple[int, FerroqError]] = [
+        (i, _too_long(n, maxsize)) for i, n in enumerate(lengths) if limit != -1 and n > limit
+    ]
+    return BatchError(f'{len(errors)} of {len(lengths)} messages are invalid; nothing was written', errors=errors)
+
+
+def _send(
+    ctx: Settings, ref: RsmqRef, messages: list[str], lengths: list[int], delay_ms: str, *, single: bool
+) -> Plan[list[str]]:
+    step = ctx.chunk_size
+    if len(messages) > step:
+        # Several scripts: check what they would refuse first, so a predictable error writes nothing.
+        reply = (yield from send(ctx, [('HMGET', ref.hash, 'vt', 'delay', 'maxsize')]))[0]
+        if not isinstance(reply, list) or len(reply) != 3:
+            raise reply_error(ctx, 'HMGET', reply)
+        if None in reply:
+            raise _not_found(ref)
+        try:
+            limit = int(reply[2])
+        except ValueError:
+            raise reply_error(ctx, 'HMGET', reply) from None
+        if limit != -1 and max(lengths) > limit:
+            raise _batch_too_long(lengths, reply[2])
+    channel = ref.channel if ref.realtime else ''
+    calls = []
+    for start in range(0, len(messages), step):
+        chunk = messages[start : start + step]
+        args = [delay_ms, str(max(lengths[start : start + step])), channel]
+        for message in chunk:
+            args += (''.join(random.choices(_ALPHABET, k=22)), message)
+        calls.append(_eval('rsmq/send-2', ref.pair, args))
+    replies = yield from send(ctx, calls)  # never repeated: a repeat would send the messages twice
+    ids: list[str] = []
+    for reply in replies:
+        if isinstance(reply, list) and len(reply) == 2 and reply[0] == 'toolong':
+            if single:
+                raise _too_long(lengths[0], reply[1])
+            raise _batch_too_long(lengths, reply[1])
+        ok = _status(ctx, ref, 'rsmq/send-2', reply)
+        if len(ok) != 2 or not isinstance(ok[1], list):
+            raise reply_error(ctx, 'rsmq/send-2', reply)
+        ids += ok[1]
+    if len(ids) != len(messages):
+        raise reply_error(ctx, 'rsmq/send-2', replies)
+    return ids
+
+
+def receive(
+    ctx: Settings, ref: RsmqRef, count: int, vt: float | None, block: float | None, *, pop: bool = False
+) -> Plan[list[RsmqMessage]]:
+    """receive / receive_batch (``pop=False``) and pop / pop_batch (``pop=True``, never blocking)."""
+    count = check_count(count)
+    vt_ms = '' if pop else _optional_ms(vt, 'vt')
+    wait = check_block(block)
+    messages, now_ms, next_ms = yield from _take(ctx, ref, count, vt_ms, pop)
+    if messages or wait is None:
+        return messages
+    deadline = time.monotonic() + wait
+    # Wake on the realtime channel (producers with realtime publish on every send) or when the next hidden
+    # message becomes visible; BLOCK_POLL bounds the wait for producers that never publish.
+    subscribed = yield Subscribe(ref.channel)
+    if isinstance(subscribed, BaseException):
+        raise map_error(subscribed, ctx)
+    for _ in range(int(wait * 1000) + 3):  # a bound: every pause but the last is >= 1 ms
+        messages, now_ms, next_ms = yield from _take(ctx, ref, count, vt_ms, pop)
+        remaining = deadline - time.monotonic()
+        if messages or remaining <= 0:
+            return messages
+        pause = min(remaining, BLOCK_POLL)
+        if next_ms >= 0:
+            pause = min(pause, max(0.001, (next_ms - now_ms) / 1000))
+        heard = yield Listen(pause)
+        if isinstance(heard, BaseException):
+            raise map_error(heard, ctx)
+    return []
+
+
+def _take(ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool) -> Plan[tuple[list[RsmqMessage], int, int]]:
+    """Up to ``count`` messages in script calls of at most chunk_size; (messages, now_ms, next_ms)."""
+    out: list[RsmqMessage] = []
+    now_ms = next_ms = -1
+    while len(out) < count:
+        want = min(count - len(out), ctx.chunk_size)
+        got, now_ms, next_ms = yield from _take_chunk(ctx, ref, want, vt_ms, pop)
+        out += got
+        if len(got) < want:
+            break
+    return out, now_ms, next_ms
+
+
+def _take_chunk(
+    ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool
+) -> Plan[tuple[list[RsmqMessage], int, int]]:
+    name = 'rsmq/receive-4'
+    for _ in range(DLQ_TRIES):
+        dlq = [keys.rsmq_queue(ref.ns, ref.dlq), keys.rsmq_hash(ref.ns, ref.dlq)] if ref.dlq else ref.pair
+        args = [str(count), vt_ms, '1' if pop else '0', f'{ref.ns}:']
+        reply = yield from script(ctx, name, [*ref.pair, *dlq], args)
+        if isinstance(reply, list) and len(reply) == 2 and reply[0] == 'dlq' and isinstance(reply[1], str):
+            ref.dlq = reply[1]  # the queue's dead-letter queue: call again with its keys
+            continue
+        ok = _status(ctx, ref, name, reply)
+        try:
+            _, now_ms, next_ms, items = ok
+            messages = [RsmqMessage(i, body, int(rc), int(fr), rsmq_sent(i)) for i, body, rc, fr in items]
+            return messages, int(now_ms), int(next_ms)
+        except (TypeError, ValueError):
+            raise reply_error(ctx, name, reply) from None
+    raise reply_error(ctx, name, f'the dead-letter queue changed {DLQ_TRIES} times in a row')
+
+
+def delete(ctx: Settings, ref: RsmqRef, msg_id: str) -> Plan[bool]:
+    return check_rsmq_id(msg_id) in (yield from _delete(ctx, ref, [msg_id]))
+
+
+def delete_batch(ctx: Settings, ref: RsmqRef, ids: Iterable[str]) -> Plan[list[str]]:
+    checked = [check_rsmq_id(i) for i in _iterable(ids, 'ids')]
+    if not checked:
+        return []
+    return (yield from _delete(ctx, ref, checked))
+
+
+def _delete(ctx: Settings, ref: RsmqRef, ids: list[str]) -> Plan[list[str]]:
+    step = ctx.chunk_size
+    calls = [_eval('rsmq/delete-2', ref.pair, ids[i : i + step]) for i in range(0, len(ids), step)]
+    replies = yield from send(ctx, calls)  # not repeated: a repeat would report nothing deleted
+    if not all(isinstance(r, list) for r in replies):
+        raise reply_error(ctx, 'rsmq/delete-2', replies)
+    return [msg_id for r in replies for msg_id in r]
+
+
+def change_visibility(ctx: Settings, ref: RsmqRef, msg_id: str, vt: float) -> Plan[bool]:
+    args = [check_rsmq_id(msg_id), _call_ms(vt, 'vt')]
+    reply = (yield from send(ctx, [_eval('rsmq/visibility-2', ref.pair, args)], retry_drop=True))[0]
+    ok = _status(ctx, ref, 'rsmq/visibility-2', reply)
+    if len(ok) != 2 or ok[1] not in (0, 1):
+        raise reply_error(ctx, 'rsmq/visibility-2', reply)
+    return bool(ok[1] == 1)

@@ -1,0 +1,393 @@
+//! `RsmqQueue` (sync) and `AsyncRsmqQueue` (asyncio): the same methods, generated once by `rsmq_methods!`
+//! over [`RsmqCore`], which validates under the GIL and prepares each operation as an [`Op`].
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::bindings::async_client::run_async;
+use crate::bindings::client::{op, run_sync, to_py, Arg, Core, Op};
+use crate::bindings::convert;
+use crate::bindings::exceptions::IntoPy;
+use crate::errors::{Error, Result};
+use crate::protocol::rsmq::{self, Queue, Settings};
+use crate::protocol::validate::{self, py_repr};
+
+const DEFAULT_VT: i64 = 30;
+const DEFAULT_DELAY: i64 = 0;
+const DEFAULT_MAXSIZE: i64 = 65_536;
+
+/// The namespace: RSMQ's default when not given.
+fn ns_arg(ns: &Arg<'_>) -> Result<String> {
+    ns.0.as_ref().map_or_else(
+        || Ok(crate::protocol::keys::RSMQ_DEFAULT_NS.to_string()),
+        convert::rsmq_ns,
+    )
+}
+
+/// `None` (not given or None) or the value.
+fn given<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    obj.filter(|o| !o.is_none())
+}
+
+/// A per-call vt/delay: None keeps the queue's.
+fn call_ms(obj: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<u64>> {
+    given(obj).map(|o| convert::rsmq_call_ms(o, name)).transpose()
+}
+
+/// A stored vt/delay/maxsize of `create`: missing takes the default; anything given (None too) is checked.
+fn stored(arg: &Arg<'_>, default: i64, check: impl Fn(&Bound<'_, PyAny>) -> Result<i64>) -> Result<i64> {
+    arg.0.as_ref().map_or(Ok(default), check)
+}
+
+/// The dead-letter arguments as the scripts take them.
+fn dead_letter_args(
+    qname: &str,
+    max_receives: Option<&Bound<'_, PyAny>>,
+    dead_letter: Option<&Bound<'_, PyAny>>,
+    allow_remove: bool,
+) -> Result<(String, String)> {
+    let max_receives = given(max_receives)
+        .map(|m| convert::rsmq_max_receives(m, allow_remove))
+        .transpose()?;
+    let dead_letter = given(dead_letter).map(convert::rsmq_qname).transpose()?;
+    validate::rsmq_dead_letter(qname, max_receives, dead_letter.as_deref(), allow_remove)
+}
+
+/// An RSMQ queue bound to a [`Core`].
+#[derive(Clone)]
+pub struct RsmqCore {
+    pub core: Arc<Core>,
+    pub queue: Arc<Queue>,
+}
+
+impl RsmqCore {
+    /// Validates `qname`, `ns` and `realtime` (no I/O).
+    pub fn new(core: &Arc<Core>, qname: &Bound<'_, PyAny>, ns: &Arg<'_>, realtime: &Arg<'_>) -> Result<Self> {
+        let qname = convert::rsmq_qname(qname)?;
+        let ns = ns_arg(ns)?;
+        let realtime = realtime
+            .0
+            .as_ref()
+            .map_or(Ok(false), |r| convert::flag(r, "realtime"))?;
+        Ok(Self {
+            core: core.clone(),
+            queue: Arc::new(Queue::new(&ns, &qname, realtime)),
+        })
+    }
+
+    fn repr(&self, class: &str) -> String {
+        format!(
+            "{class}(name={}, ns={}, url={})",
+            py_repr(&self.queue.keys.name),
+            py_repr(&self.queue.keys.ns),
+            py_repr(&self.core.opts.redacted)
+        )
+    }
+
+    /// Runs `check`, then prepares `run(pool, queue, checked)` and `convert` as one operation.
+    fn prepare<T, R, F, Fut, C>(&self, check: impl FnOnce() -> Result<T>, run: F, convert: C) -> Result<Op>
+    where
+        T: Send + 'static,
+        R: Send + 'static,
+        F: FnOnce(Arc<crate::pool::Pool>, Arc<Queue>, T) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<R>> + Send + 'static,
+        C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
+    {
+        let (pool, checked) = self.core.pool_after(check)?;
+        let queue = self.queue.clone();
+        Ok(op(run(pool, queue, checked), convert))
+    }
+
+    fn create_op(
+        &self,
+        vt: &Arg<'_>,
+        delay: &Arg<'_>,
+        maxsize: &Arg<'_>,
+        max_receives: Option<&Bound<'_, PyAny>>,
+        dead_letter: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let name = &self.queue.keys.name;
+        self.prepare(
+            || {
+                let vt = stored(vt, DEFAULT_VT, |v| convert::rsmq_stored_seconds(v, "vt"))?;
+                let delay = stored(delay, DEFAULT_DELAY, |v| convert::rsmq_stored_seconds(v, "delay"))?;
+                let maxsize = stored(maxsize, DEFAULT_MAXSIZE, convert::rsmq_maxsize)?;
+                let dl = dead_letter_args(name, max_receives, dead_letter, false)?;
+                Ok((vt, delay, maxsize, dl))
+            },
+            |pool, q, (vt, delay, maxsize, dl)| async move { rsmq::create(&pool, &q, vt, delay, maxsize, dl).await },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    fn delete_queue_op(&self) -> Result<Op> {
+        self.prepare(
+            || Ok(()),
+            |pool, q, ()| async move { rsmq::delete_queue(&pool, &q).await },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    fn attributes_op(&self) -> Result<Op> {
+        self.prepare(
+            || Ok(()),
+            |pool, q, ()| async move { rsmq::attributes(&pool, &q).await },
+            convert::rsmq_attributes_py,
+        )
+    }
+
+    fn set_attributes_op(
+        &self,
+        vt: Option<&Bound<'_, PyAny>>,
+        delay: Option<&Bound<'_, PyAny>>,
+        maxsize: Option<&Bound<'_, PyAny>>,
+        max_receives: Option<&Bound<'_, PyAny>>,
+        dead_letter: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let name = &self.queue.keys.name;
+        self.prepare(
+            || {
+                let settings = Settings {
+                    vt: given(vt).map(|v| convert::rsmq_stored_seconds(v, "vt")).transpose()?,
+                    delay: given(delay)
+                        .map(|v| convert::rsmq_stored_seconds(v, "delay"))
+                        .transpose()?,
+                    maxsize: given(maxsize).map(convert::rsmq_maxsize).transpose()?,
+                    dead_letter: dead_letter_args(name, max_receives, dead_letter, true)?,
+                };
+                if settings == Settings::default() {
+                    return Err(Error::invalid(
+                        "set_attributes needs at least one of vt, delay, maxsize, max_receives, dead_letter",
+                    ));
+                }
+                Ok(settings)
+            },
+            |pool, q, settings| async move { rsmq::set_attributes(&pool, &q, settings).await },
+            convert::rsmq_attributes_py,
+        )
+    }
+
+    fn send_op(&self, message: &Bound<'_, PyAny>, delay: Option<&Bound<'_, PyAny>>) -> Result<Op> {
+        let max = self.core.opts.max_message_bytes;
+        self.prepare(
+            || Ok((convert::rsmq_message(message, max)?, call_ms(delay, "delay")?)),
+            |pool, q, (message, delay)| async move { rsmq::send(&pool, &q, message, delay).await },
+            to_py,
+        )
+    }
+
+    fn send_batch_op(&self, messages: &Bound<'_, PyAny>, delay: Option<&Bound<'_, PyAny>>) -> Result<Op> {
+        let max = self.core.opts.max_message_bytes;
+        self.prepare(
+            || Ok((convert::rsmq_messages(messages, max)?, call_ms(delay, "delay")?)),
+            |pool, q, (messages, delay)| async move { rsmq::send_batch(&pool, &q, messages, delay).await },
+            to_py,
+        )
+    }
+
+    /// receive / receive_batch / pop / pop_batch; `count` None means one message, returned alone.
+    fn take_op(
+        &self,
+        count: Option<&Bound<'_, PyAny>>,
+        vt: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        pop: bool,
+    ) -> Result<Op> {
+        let single = count.is_none();
+        let convert = if single {
+            convert::rsmq_message_py
+        } else {
+            convert::rsmq_messages_py
+        };
+        self.prepare(
+            || {
+                let n = count.map_or(Ok(1), convert::count)?;
+                Ok((n, call_ms(vt, "vt")?, convert::block(block)?))
+            },
+            move |pool, q, (n, vt, block)| async move { rsmq::receive(&pool, &q, n, vt, pop, block).await },
+            convert,
+        )
+    }
+
+    fn delete_op(&self, id: &Bound<'_, PyAny>) -> Result<Op> {
+        self.prepare(
+            || Ok(vec![convert::rsmq_id(id)?]),
+            |pool, q, ids| async move { Ok(!rsmq::delete_batch(&pool, &q, &ids).await?.is_empty()) },
+            to_py,
+        )
+    }
+
+    fn delete_batch_op(&self, ids: &Bound<'_, PyAny>) -> Result<Op> {
+        self.prepare(
+            || convert::rsmq_ids(ids),
+            |pool, q, ids| async move { rsmq::delete_batch(&pool, &q, &ids).await },
+            to_py,
+        )
+    }
+
+    fn change_visibility_op(&self, id: &Bound<'_, PyAny>, vt: &Bound<'_, PyAny>) -> Result<Op> {
+        self.prepare(
+            || Ok((convert::rsmq_id(id)?, convert::rsmq_call_ms(vt, "vt")?)),
+            |pool, q, (id, vt)| async move { rsmq::change_visibility(&pool, &q, &id, vt).await },
+            to_py,
+        )
+    }
+}
+
+/// `Client.rsmq_queues` / `AsyncClient.rsmq_queues`.
+pub fn queues_op(core: &Core, ns: &Arg<'_>) -> Result<Op> {
+    let (pool, ns) = core.pool_after(|| ns_arg(ns))?;
+    Ok(op(async move { rsmq::queues(&pool, &ns).await }, to_py))
+}
+
+/// Sync runner of `rsmq_methods!`: waits with the GIL released.
+pub fn sync_call<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(run_sync(py, op.py_err(py)?)?.into_bound(py))
+}
+
+/// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result.
+macro_rules! rsmq_methods {
+    ($class:ident, $label:literal, $run:path) => {
+        #[pymethods]
+        impl $class {
+            #[getter]
+            fn name(&self) -> String {
+                self.inner.queue.keys.name.clone()
+            }
+
+            #[getter]
+            fn ns(&self) -> String {
+                self.inner.queue.keys.ns.clone()
+            }
+
+            #[getter]
+            fn realtime(&self) -> bool {
+                self.inner.queue.realtime
+            }
+
+            fn __repr__(&self) -> String {
+                self.inner.repr($label)
+            }
+
+            #[pyo3(signature = (vt=Arg::missing(), delay=Arg::missing(), maxsize=Arg::missing(), *, max_receives=None, dead_letter=None), text_signature = "(self, /, vt=30, delay=0, maxsize=65536, *, max_receives=None, dead_letter=None)")]
+            fn create<'py>(
+                &self,
+                py: Python<'py>,
+                vt: Arg<'py>,
+                delay: Arg<'py>,
+                maxsize: Arg<'py>,
+                max_receives: Option<&Bound<'py, PyAny>>,
+                dead_letter: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.create_op(&vt, &delay, &maxsize, max_receives, dead_letter))
+            }
+
+            fn delete_queue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.delete_queue_op())
+            }
+
+            fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.attributes_op())
+            }
+
+            #[pyo3(signature = (vt=None, delay=None, maxsize=None, *, max_receives=None, dead_letter=None))]
+            fn set_attributes<'py>(
+                &self,
+                py: Python<'py>,
+                vt: Option<&Bound<'py, PyAny>>,
+                delay: Option<&Bound<'py, PyAny>>,
+                maxsize: Option<&Bound<'py, PyAny>>,
+                max_receives: Option<&Bound<'py, PyAny>>,
+                dead_letter: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(
+                    py,
+                    self.inner
+                        .set_attributes_op(vt, delay, maxsize, max_receives, dead_letter),
+                )
+            }
+
+            #[pyo3(signature = (message, delay=None))]
+            fn send<'py>(
+                &self,
+                py: Python<'py>,
+                message: &Bound<'py, PyAny>,
+                delay: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.send_op(message, delay))
+            }
+
+            #[pyo3(signature = (messages, delay=None))]
+            fn send_batch<'py>(
+                &self,
+                py: Python<'py>,
+                messages: &Bound<'py, PyAny>,
+                delay: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.send_batch_op(messages, delay))
+            }
+
+            #[pyo3(signature = (vt=None, block=None))]
+            fn receive<'py>(
+                &self,
+                py: Python<'py>,
+                vt: Option<&Bound<'py, PyAny>>,
+                block: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.take_op(None, vt, block, false))
+            }
+
+            #[pyo3(signature = (count, vt=None, block=None))]
+            fn receive_batch<'py>(
+                &self,
+                py: Python<'py>,
+                count: &Bound<'py, PyAny>,
+                vt: Option<&Bound<'py, PyAny>>,
+                block: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.take_op(Some(count), vt, block, false))
+            }
+
+            fn pop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.take_op(None, None, None, true))
+            }
+
+            fn pop_batch<'py>(&self, py: Python<'py>, count: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.take_op(Some(count), None, None, true))
+            }
+
+            fn delete<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.delete_op(id))
+            }
+
+            fn delete_batch<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.delete_batch_op(ids))
+            }
+
+            fn change_visibility<'py>(
+                &self,
+                py: Python<'py>,
+                id: &Bound<'py, PyAny>,
+                vt: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.change_visibility_op(id, vt))
+            }
+        }
+    };
+}
+
+/// An RSMQ queue of a `Client`.
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct RsmqQueue {
+    pub inner: RsmqCore,
+}
+
+/// An RSMQ queue of an `AsyncClient`.
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct AsyncRsmqQueue {
+    pub inner: RsmqCore,
+}
+
+rsmq_methods!(RsmqQueue, "RsmqQueue", sync_call);
+rsmq_methods!(AsyncRsmqQueue, "AsyncRsmqQueue", run_async);
