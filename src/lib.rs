@@ -40,6 +40,7 @@ fn new_message_id() -> String {
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    pool::set_warning_sink(bindings::exceptions::warn);
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(new_message_id, m)?)?;

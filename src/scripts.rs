@@ -19,16 +19,18 @@ macro_rules! lua {
 
 /// The scripts, by `<protocol>/<op>-<numkeys>` name.
 const SOURCES: &[(&str, &str)] = &[
-    lua!("rfq", "claim-4n"),
+    lua!("rfq", "claim-5n"),
     lua!("rfq", "commit-3n"),
+    lua!("rfq", "dead_letter-5n"),
     lua!("rfq", "extend-2"),
-    lua!("rfq", "harvest-4"),
+    lua!("rfq", "harvest-5"),
     lua!("rfq", "harvest_all-4"),
     lua!("rfq", "inspect-3"),
     lua!("rfq", "publish-1n"),
     lua!("rfq", "purge-3"),
-    lua!("rfq", "release-4"),
-    lua!("rfq", "stats-4"),
+    lua!("rfq", "release-5"),
+    lua!("rfq", "resume-3"),
+    lua!("rfq", "stats-5"),
 ];
 
 /// One embedded script.
@@ -55,6 +57,7 @@ static SCRIPTS: LazyLock<Vec<Script>> = LazyLock::new(|| {
 pub enum Id {
     Claim = 0,
     Commit,
+    DeadLetter,
     Extend,
     Harvest,
     HarvestAll,
@@ -62,6 +65,7 @@ pub enum Id {
     Publish,
     Purge,
     Release,
+    Resume,
     Stats,
 }
 
@@ -97,16 +101,18 @@ mod tests {
     #[test]
     fn ids_match_names() {
         let expected = [
-            (Id::Claim, "rfq/claim-4n"),
+            (Id::Claim, "rfq/claim-5n"),
             (Id::Commit, "rfq/commit-3n"),
+            (Id::DeadLetter, "rfq/dead_letter-5n"),
             (Id::Extend, "rfq/extend-2"),
-            (Id::Harvest, "rfq/harvest-4"),
+            (Id::Harvest, "rfq/harvest-5"),
             (Id::HarvestAll, "rfq/harvest_all-4"),
             (Id::Inspect, "rfq/inspect-3"),
             (Id::Publish, "rfq/publish-1n"),
             (Id::Purge, "rfq/purge-3"),
-            (Id::Release, "rfq/release-4"),
-            (Id::Stats, "rfq/stats-4"),
+            (Id::Release, "rfq/release-5"),
+            (Id::Resume, "rfq/resume-3"),
+            (Id::Stats, "rfq/stats-5"),
         ];
         for (id, name) in expected {
             assert_eq!(id.script().name, name);

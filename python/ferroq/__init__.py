@@ -8,7 +8,8 @@
 >>> topic.commit([msg])                      # doctest: +SKIP
 
 ``ferroq.Client`` / ``ferroq.AsyncClient`` are the native (Rust) clients; ``ferroq.pure`` has a
-pure-Python client with the same API, errors, keys and scripts.
+pure-Python client with the same API, errors, keys and scripts. ``ferroq.Worker`` / ``ferroq.AsyncWorker``
+run a handler per message with retries, dead-lettering and graceful shutdown (:mod:`ferroq.worker`).
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from ferroq.exceptions import (
     ServerUnavailable,
 )
 from ferroq.types import InspectEntry, Message, TopicStats
+from ferroq.worker import AsyncWorker, Worker, WorkerStats
 
 __all__ = [
     'AsyncClient',
     'AsyncTopic',
+    'AsyncWorker',
     'BatchError',
     'Client',
     'CommandTimeout',
@@ -58,5 +61,7 @@ __all__ = [
     'ServerUnavailable',
     'Topic',
     'TopicStats',
+    'Worker',
+    'WorkerStats',
     '__version__',
 ]

@@ -14,7 +14,8 @@ and its delivery count still equals the token: after the lease expired and the m
 or claimed again, the old holder's commit is refused and the new claim is untouched.
 An empty token commits without fencing (a bare id): whatever holds the id, ferroq or a plain rfq
 consumer. LREM counts from the tail, where the oldest claims sit, so it stops early; the backlog is
-never scanned.
+never scanned. Every side entry of a committed id goes: its lease and its deliveries-HASH fields
+(count, claim time, owner, last error).
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local out = {}
@@ -23,22 +24,12 @@ local bodies, fields, done = {}, {}, {}
 for i = 4, #KEYS do
   local id = ARGV[2 * (i - 4) + 1]
   local token = ARGV[2 * (i - 4) + 2]
-  local leased = redis.call('ZSCORE', leases, id)
-  local ok
-  if done[id] then
-    ok = false -- listed twice: committed once (its lease is removed only at the end)
-  elseif token == '' then
-    ok = redis.call('LREM', nextlog, -1, id) > 0 or leased
-  else
-    ok = leased and redis.call('HGET', deliveries, id) == token
-    if ok then
-      redis.call('LREM', nextlog, -1, id)
-    end
-  end
-  if ok then
+  -- Listed twice: committed once (its lease is removed only at the end).
+  if not done[id] and take_claim(nextlog, leases, deliveries, id, token) then
     done[id] = true
     bodies[#bodies + 1] = KEYS[i]
-    fields[#fields + 1], fields[#fields + 2] = id, id .. ':at'
+    local f = #fields
+    fields[f + 1], fields[f + 2], fields[f + 3], fields[f + 4] = id, id .. ':at', id .. ':owner', id .. ':error'
     out[#out + 1] = id
   end
 end
