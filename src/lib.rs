@@ -49,6 +49,7 @@ fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) ->
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    pool::set_warning_sink(bindings::exceptions::warn);
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(new_message_id, m)?)?;

@@ -18,8 +18,54 @@ use crate::scripts;
 
 /// How long a LOADING server is waited for before the call fails.
 const LOADING_WAIT: Duration = Duration::from_secs(10);
+/// Times the scripts are loaded again for one call before NOSCRIPT is given up on (the cache keeps being
+/// flushed).
+const NOSCRIPT_ROUNDS: usize = 3;
 /// Idle dedicated connections kept for the next blocking claim.
 const MAX_IDLE_DEDICATED: usize = 8;
+
+/// Where warnings about the server go (the bindings install `warnings.warn`; plain Rust prints them).
+static WARNING_SINK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Sends the pools' warnings to `sink` instead of stderr (the first call wins).
+pub fn set_warning_sink(sink: fn(&str)) {
+    let _ = WARNING_SINK.set(sink);
+}
+
+fn warn(message: &str) {
+    match WARNING_SINK.get() {
+        Some(sink) => sink(message),
+        None => eprintln!("ferroq: {message}"),
+    }
+}
+
+/// The warning for a server whose `maxmemory-policy` is `policy`, if that policy may evict queue keys.
+/// The pure client words it the same (`ferroq.pure._ops.eviction_warning`).
+pub fn eviction_warning(url: &str, policy: &str) -> Option<String> {
+    (policy != "noeviction").then(|| {
+        format!(
+            "Redis at {url} has maxmemory-policy {policy}: when its memory is full it may evict queue keys, \
+             and an evicted message is lost without an error; set maxmemory-policy noeviction"
+        )
+    })
+}
+
+/// `maxmemory-policy` from a `CONFIG GET` reply, or from the text of `INFO memory`.
+fn policy_of(reply: &Value) -> Option<String> {
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s.clone()),
+        _ => None,
+    };
+    match reply {
+        Value::Array(items) if items.len() == 2 => text(&items[1]),
+        Value::Map(pairs) => pairs.first().and_then(|(_, v)| text(v)),
+        other => text(other)?
+            .lines()
+            .find_map(|line| line.strip_prefix("maxmemory_policy:"))
+            .map(|p| p.trim().to_string()),
+    }
+}
 
 /// A connection and the flag its driver sets when the socket closes (RESP3 disconnect notice), so a
 /// connection the server dropped while idle is replaced before a call is sent on it (like redis-py's
@@ -67,6 +113,8 @@ pub struct Pool {
     next: AtomicUsize,
     generation: AtomicU64,
     dedicated: Mutex<Vec<Live>>,
+    /// Set once the server's eviction policy has been read (on the first connection that can).
+    policy_checked: AtomicBool,
 }
 
 impl Pool {
@@ -91,6 +139,7 @@ impl Pool {
             next: AtomicUsize::new(0),
             generation: AtomicU64::new(1),
             dedicated: Mutex::new(Vec::new()),
+            policy_checked: AtomicBool::new(false),
         })
     }
 
@@ -147,7 +196,32 @@ impl Pool {
             cmd.arg("SETNAME").arg(name);
             cmd.query_async::<()>(&mut conn).await.map_err(|e| self.map_err(e))?;
         }
+        if !self.policy_checked.load(Ordering::Acquire) {
+            self.check_policy(&mut conn).await;
+        }
         Ok(Live { conn, dead, listener })
+    }
+
+    /// Warns once per pool when the server may evict queue keys. `CONFIG GET` first; a user without
+    /// CONFIG (ACL) gets the policy from `INFO memory`. Errors leave it for the next connection.
+    async fn check_policy(&self, conn: &mut MultiplexedConnection) {
+        let mut config = redis::cmd("CONFIG");
+        config.arg("GET").arg("maxmemory-policy");
+        let mut policy = self.query(conn, &config).await.ok().as_ref().and_then(policy_of);
+        if policy.is_none() {
+            let mut info = redis::cmd("INFO");
+            info.arg("memory");
+            policy = match self.query(conn, &info).await {
+                Ok(reply) => policy_of(&reply),
+                Err(_) => return,
+            };
+        }
+        if self.policy_checked.swap(true, Ordering::AcqRel) {
+            return; // another connection got there first
+        }
+        if let Some(message) = policy.and_then(|p| eviction_warning(self.shown_url(), &p)) {
+            warn(&message);
+        }
     }
 
     /// A shared connection, round-robin over the slots; connects the slot if needed.
@@ -333,8 +407,9 @@ impl Pool {
     }
 
     /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
-    /// the replies in order. Scripts missing from the server's cache are loaded and their calls resent.
-    /// The first error reply, if any, becomes the error.
+    /// the replies in order. Scripts missing from the server's cache are loaded and their calls resent;
+    /// a cache flushed again between the load and the resend (SCRIPT FLUSH, a failover) gets another
+    /// round, up to [`NOSCRIPT_ROUNDS`]. The first error reply, if any, becomes the error.
     pub async fn eval_pipe(
         &self,
         conn: &mut MultiplexedConnection,
@@ -342,8 +417,12 @@ impl Pool {
         pipe: &Pipeline,
     ) -> Result<Vec<Value>> {
         let mut replies = self.send_pipeline(conn, pipe).await?;
-        let missing: Vec<usize> = (0..replies.len()).filter(|&i| is_noscript(&replies[i])).collect();
-        if !missing.is_empty() {
+        let all: Vec<&Cmd> = pipe.cmd_iter().collect();
+        for _ in 0..NOSCRIPT_ROUNDS {
+            let missing: Vec<usize> = (0..replies.len()).filter(|&i| is_noscript(&replies[i])).collect();
+            if missing.is_empty() {
+                break;
+            }
             let mut load = Pipeline::new();
             let mut loaded: Vec<scripts::Id> = Vec::new();
             for &i in &missing {
@@ -353,7 +432,6 @@ impl Pool {
                 }
             }
             first_error(self.send_pipeline(conn, &load).await?)?;
-            let all: Vec<&Cmd> = pipe.cmd_iter().collect();
             let mut again = Pipeline::with_capacity(missing.len());
             for &i in &missing {
                 again.add_command(all[i].clone());
@@ -441,5 +519,35 @@ impl Subscription<'_> {
         if self.live.alive() && self.live.conn.unsubscribe(&self.channel).await.is_ok() {
             self.pool.give_back(self.live);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_policy_from_config_or_info() {
+        let config = Value::Array(vec![
+            Value::BulkString(b"maxmemory-policy".to_vec()),
+            Value::BulkString(b"allkeys-lru".to_vec()),
+        ]);
+        assert_eq!(policy_of(&config).as_deref(), Some("allkeys-lru"));
+        let info = Value::VerbatimString {
+            format: redis::VerbatimFormat::Text,
+            text: "# Memory\r\nused_memory:1\r\nmaxmemory_policy:volatile-lfu\r\n".into(),
+        };
+        assert_eq!(policy_of(&info).as_deref(), Some("volatile-lfu"));
+        assert_eq!(policy_of(&Value::Nil), None);
+    }
+
+    #[test]
+    fn warns_for_every_policy_but_noeviction() {
+        assert!(eviction_warning("redis://h:1", "noeviction").is_none());
+        let text = eviction_warning("redis://h:1", "allkeys-lru").unwrap();
+        assert!(
+            text.contains("maxmemory-policy allkeys-lru") && text.contains("noeviction"),
+            "{text}"
+        );
     }
 }

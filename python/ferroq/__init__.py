@@ -13,7 +13,8 @@
 >>> queue.delete(m.id)                       # doctest: +SKIP
 
 ``ferroq.Client`` / ``ferroq.AsyncClient`` are the native (Rust) clients; ``ferroq.pure`` has a
-pure-Python client with the same API, errors, keys and scripts.
+pure-Python client with the same API, errors, keys and scripts. ``ferroq.Worker`` / ``ferroq.AsyncWorker``
+run a handler per message with retries, dead-lettering and graceful shutdown (:mod:`ferroq.worker`).
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from ferroq.exceptions import (
     ServerUnavailable,
 )
 from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.worker import AsyncWorker, Worker, WorkerStats
 
 __all__ = [
     'AsyncClient',
     'AsyncRsmqQueue',
     'AsyncTopic',
+    'AsyncWorker',
     'BatchError',
     'Client',
     'CommandTimeout',
@@ -67,5 +70,7 @@ __all__ = [
     'ServerUnavailable',
     'Topic',
     'TopicStats',
+    'Worker',
+    'WorkerStats',
     '__version__',
 ]

@@ -89,15 +89,24 @@ class Client:
     def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
         """The RSMQ queues of a namespace (``SMEMBERS {ns}:QUEUES``), sorted."""
     def claim(
-        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
     ) -> list[Message]:
-        """Claim up to ``count`` messages across topics in priority order (the first topic first)."""
+        """Claim up to ``count`` messages across topics in priority order (the first topic first).
+
+        ``owner`` (a worker name) records the claims in that worker's processing list (see Topic.resume).
+        """
     def commit(self, messages: Iterable[Message]) -> list[str]:
         """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
     def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
         """Renew leases of messages of any topics; returns the ids renewed."""
-    def release(self, messages: Iterable[Message]) -> list[str]:
-        """Give messages of any topics back to their backlogs now; returns the ids released."""
+    def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]:
+        """Give messages of any topics back to their backlogs, now or after ``delay`` seconds; returns the ids
+        released."""
     def ping(self) -> bool:
         """Round trip to Redis; True when it answers."""
     def close(self) -> None:
@@ -127,10 +136,14 @@ class Topic:
         before anything is sent: one bad item raises BatchError and nothing is written.
         ``front=True`` puts the batch before everything waiting, still consumed in input order.
         """
-    def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
+    def claim(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> list[Message]:
         """Claim up to ``count`` messages, oldest first, each leased for ``lease`` seconds.
 
         ``block=None`` (or 0) returns at once; ``block=seconds`` waits up to that long for the first message.
+        Delayed releases that are due return to the backlog first. ``owner`` (a worker name) records the
+        claims in that worker's processing list (see :meth:`resume`).
         """
     def commit(self, messages: Iterable[Message | str]) -> list[str]:
         """Delete processed messages; returns the ids actually committed.
@@ -140,8 +153,26 @@ class Topic:
         """
     def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]:
         """Renew leases to ``lease`` seconds from now; returns the ids renewed."""
-    def release(self, messages: Iterable[Message | str]) -> list[str]:
-        """Give claimed messages back to the front of the backlog now; returns the ids released."""
+    def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> list[str]:
+        """Give claimed messages back to the front of the backlog; returns the ids released.
+
+        ``delay`` (seconds, up to 7 days) holds them in the topic's delayed set until then (Redis clock);
+        the next claim or harvest after that returns them to the front of the backlog. Fenced like commit;
+        delivery counts are kept.
+        """
+    def dead_letter(self, messages: Iterable[Message | str], error: str = '', to: str | None = None) -> list[str]:
+        """Move held messages to the backlog of the topic ``to`` (default ``<topic>.dead``); returns the ids moved.
+
+        One atomic, fenced step per chunk: the message leaves this topic (nextlog, lease, delivery count)
+        and becomes an ordinary message of the dead topic, fields unchanged. ``error`` is recorded there
+        and shown by ``inspect`` (``InspectEntry.error``).
+        """
+    def resume(self, owner: str, lease: float = 30.0) -> list[Message]:
+        """Claim again the messages worker ``owner`` still holds (its processing list), with new tokens.
+
+        For a worker that restarts under the same name: its unfinished claims come back before new work.
+        Reads the whole nextlog, so call it once at start.
+        """
     def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
         """Requeue claims whose lease expired; returns their ids.
 
@@ -181,11 +212,16 @@ class AsyncClient:
     def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> AsyncRsmqQueue: ...
     async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]: ...
     async def claim(
-        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
     ) -> list[Message]: ...
     async def commit(self, messages: Iterable[Message]) -> list[str]: ...
     async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]: ...
-    async def release(self, messages: Iterable[Message]) -> list[str]: ...
+    async def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]: ...
     async def ping(self) -> bool: ...
     async def close(self) -> None: ...
     async def __aenter__(self) -> AsyncClient: ...
@@ -201,10 +237,16 @@ class AsyncTopic:
     def name(self) -> str: ...
     async def publish(self, fields: Mapping[str, str], front: bool = False) -> str: ...
     async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]: ...
-    async def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]: ...
+    async def claim(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> list[Message]: ...
     async def commit(self, messages: Iterable[Message | str]) -> list[str]: ...
     async def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]: ...
-    async def release(self, messages: Iterable[Message | str]) -> list[str]: ...
+    async def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> list[str]: ...
+    async def dead_letter(
+        self, messages: Iterable[Message | str], error: str = '', to: str | None = None
+    ) -> list[str]: ...
+    async def resume(self, owner: str, lease: float = 30.0) -> list[Message]: ...
     async def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]: ...
     async def peek(self, id: str) -> dict[str, str] | None: ...
     async def inspect(

@@ -8,9 +8,13 @@ Uses the native client (``ferroq.Client``) unless ``--pure`` is given. Exit stat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
+import logging
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Union
 
 from ferroq import server
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
-from ferroq.types import RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.types import Message, RsmqAttributes, RsmqMessage, TopicStats
 
 __all__ = ['main']
 
@@ -179,6 +183,8 @@ def _cmd_inspect(args: argparse.Namespace, client: _AnyClient) -> int:
             'claimed_at': _time(e.claimed_at),
             'lease_deadline': _time(e.lease_deadline),
             'published': _time(e.published),
+            'owner': e.owner,
+            'error': e.error,
         }
         for e in entries
     ]
@@ -200,10 +206,10 @@ def _cmd_stats(args: argparse.Namespace, client: _AnyClient) -> int:
     if args.json:
         _print_json([_stats_dict(s) for s in stats])
         return 0
-    rows = [['TOPIC', 'BACKLOG', 'NEXTLOG', 'LEASED', 'EXPIRED', 'OLDEST_AGE']]
+    rows = [['TOPIC', 'BACKLOG', 'NEXTLOG', 'LEASED', 'EXPIRED', 'DELAYED', 'OLDEST_AGE']]
     for s in stats:
         age = '-' if s.oldest_age is None else f'{s.oldest_age:.1f}s'
-        rows.append([s.topic, str(s.backlog), str(s.nextlog), str(s.leased), str(s.expired), age])
+        rows.append([s.topic, str(s.backlog), str(s.nextlog), str(s.leased), str(s.expired), str(s.delayed), age])
     _table(rows)
     return 0
 
@@ -215,6 +221,7 @@ def _stats_dict(s: TopicStats) -> dict[str, object]:
         'nextlog': s.nextlog,
         'leased': s.leased,
         'expired': s.expired,
+        'delayed': s.delayed,
         'oldest_age': s.oldest_age,
     }
 
@@ -392,6 +399,57 @@ def _rsmq_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], com
     a.add_argument('id', metavar='ID', help='message id')
 
 
+class CommandFailed(Exception):
+    """The command of ``ferroq worker`` exited with a non-zero status (the message is retried)."""
+
+
+def _run_command(command: list[str], msg: Message) -> None:
+    """The handler of ``ferroq worker``: the message as one JSON object on stdin; exit status 0 commits."""
+    payload = {'id': msg.id, 'topic': msg.topic, 'fields': msg.fields, 'deliveries': msg.deliveries}
+    proc = subprocess.run(
+        command, input=json.dumps(payload, ensure_ascii=False) + '\n', text=True, stderr=subprocess.PIPE, check=False
+    )
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)  # passed through, and its last line is kept as the error
+    if proc.returncode != 0:
+        how = f'status {proc.returncode}' if proc.returncode > 0 else f'signal {-proc.returncode}'
+        last = proc.stderr.strip().splitlines()[-1:] if proc.stderr else []
+        raise CommandFailed(f'{command[0]} exited with {how}' + (f': {last[0]}' if last else ''))
+
+
+def _cmd_worker(args: argparse.Namespace, client: _AnyClient) -> int:
+    from ferroq.worker import Worker
+
+    command = args.command[1:] if args.command[:1] == ['--'] else args.command
+    if not command:
+        raise InvalidArgument('worker needs a command after --, e.g. ferroq worker -t jobs -- ./handle.sh')
+    if shutil.which(command[0]) is None:
+        raise InvalidArgument(f'command not found: {command[0]!r}')
+    worker = Worker(
+        client,
+        args.topic,
+        lambda msg: _run_command(command, msg),
+        concurrency=args.concurrency,
+        prefetch=args.prefetch,
+        lease=args.lease,
+        max_deliveries=args.max_deliveries,
+        retry_delay=args.retry_delay,
+        retry_backoff=args.retry_backoff,
+        max_retry_delay=args.max_retry_delay,
+        dead_letter=args.dead_letter,
+        name=args.name,
+        poll=args.poll,
+        harvest_interval=args.harvest_interval or None,
+        burst=args.burst,
+    )
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=f'{_PROG} worker: %(levelname)s %(message)s')
+    stats = worker.run()
+    if args.json:
+        _print_json(dataclasses.asdict(stats))
+    return 0
+
+
 def _cmd_server(args: argparse.Namespace) -> int:
     if args.action == 'start':
         print(server.ensure_embedded())
@@ -482,6 +540,25 @@ def _parser() -> argparse.ArgumentParser:
     p = verb('purge', _cmd_purge, 'delete every message of a backlog or nextlog')
     p.add_argument('-q', '--queue', choices=('backlog', 'nextlog'), default='backlog')
     p.add_argument('--yes', action='store_true', help='confirm')
+
+    p = verb('worker', _cmd_worker, 'run COMMAND for every message (the message as JSON on stdin)', topic=False)
+    p.add_argument('-t', '--topic', action='append', required=True,
+                   help='topic to consume; repeat for several, in priority order')  # fmt: skip
+    p.add_argument('--burst', action='store_true', help='exit once nothing is waiting, in flight or delayed')
+    p.add_argument('--concurrency', type=int, default=1, help='commands running at once (default 1)')
+    p.add_argument('--prefetch', type=int, default=None, help='messages claimed ahead (default 2 x concurrency, >= 10)')
+    p.add_argument('--lease', type=_number, default=30.0, help='lease in seconds, renewed while running (default 30)')
+    p.add_argument('--max-deliveries', type=int, default=5, help='deliveries before dead-lettering (default 5)')
+    p.add_argument('--retry-delay', type=_number, default=1.0, help='seconds before the first retry (default 1)')
+    p.add_argument('--retry-backoff', type=_number, default=2.0, help='factor between retries (default 2)')
+    p.add_argument('--max-retry-delay', type=_number, default=300.0, help='longest retry delay (default 300)')
+    p.add_argument('--dead-letter', metavar='TOPIC', default=None, help='dead-letter topic (default <topic>.dead)')
+    p.add_argument('--name', default=None, help='worker name: own a processing list and resume it at start')
+    p.add_argument('--poll', type=_number, default=1.0, help='seconds an idle worker waits per claim (default 1)')
+    p.add_argument('--harvest-interval', type=_number, default=10.0,
+                   help='seconds between harvests of expired claims; 0 = none (default 10)')  # fmt: skip
+    p.add_argument('command', nargs=argparse.REMAINDER, metavar='-- COMMAND [ARGS...]',
+                   help='run once per message; exit 0 commits, anything else retries')  # fmt: skip
 
     _rsmq_parser(verbs, common)
 

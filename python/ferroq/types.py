@@ -81,6 +81,8 @@ class InspectEntry:
         deliveries: how many times it has been claimed (0 if never).
         claimed_at: when the current claim was made (nextlog entries claimed by ferroq), else None.
         lease_deadline: when the current lease expires, else None.
+        owner: the worker whose processing list holds the current claim (``claim(owner=...)``), else None.
+        error: the last error recorded when the message was dead-lettered into this topic, else None.
     """
 
     id: str
@@ -88,6 +90,8 @@ class InspectEntry:
     deliveries: int
     claimed_at: datetime | None
     lease_deadline: datetime | None
+    owner: str | None = None
+    error: str | None = None
 
     @property
     def published(self) -> datetime | None:
@@ -106,6 +110,7 @@ class TopicStats:
         leased: claims that hold a ferroq lease.
         expired: leases past their deadline, waiting for a harvest.
         oldest_age: seconds since the oldest waiting or in-flight message was published, or None when empty.
+        delayed: messages released with a delay, waiting to return to the backlog (retries after a backoff).
     """
 
     topic: str
@@ -114,6 +119,7 @@ class TopicStats:
     leased: int
     expired: int
     oldest_age: float | None
+    delayed: int = 0
 
 
 _BASE36 = frozenset('0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ')

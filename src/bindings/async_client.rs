@@ -108,7 +108,8 @@ pub fn run_async<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, Py
     let target = fut.clone().unbind();
     let handle = runtime::runtime().spawn(async move {
         let result = op.await;
-        tokio::task::spawn_blocking(move || Python::attach(|py| deliver(py, event_loop, target, result)));
+        // try_attach: while the interpreter shuts down nobody awaits the result, and attaching then aborts.
+        tokio::task::spawn_blocking(move || Python::try_attach(|py| deliver(py, event_loop, target, result)));
     });
     fut.call_method1(
         "add_done_callback",
@@ -197,7 +198,7 @@ impl AsyncClient {
         run_async(py, crate::bindings::rsmq::queues_op(&self.core, &ns))
     }
 
-    #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, topics, count=1, block=None, lease=30.0)")]
+    #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, topics, count=1, block=None, lease=30.0, owner=None)")]
     fn claim<'py>(
         &self,
         py: Python<'py>,
@@ -205,8 +206,9 @@ impl AsyncClient {
         count: Arg<'py>,
         block: Option<&Bound<'py, PyAny>>,
         lease: Arg<'py>,
+        owner: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.core.claim_op(topics, &count, block, &lease))
+        run_async(py, self.core.claim_op(topics, &count, block, &lease, owner))
     }
 
     fn commit<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -223,8 +225,14 @@ impl AsyncClient {
         run_async(py, self.core.extend_op(messages, &lease))
     }
 
-    fn release<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.core.release_op(messages))
+    #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
+    fn release<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        delay: Arg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.core.release_op(messages, &delay))
     }
 
     fn ping<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -289,15 +297,16 @@ impl AsyncTopic {
         run_async(py, self.inner.publish_batch_op(messages, &front))
     }
 
-    #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, count=1, block=None, lease=30.0)")]
+    #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
     fn claim<'py>(
         &self,
         py: Python<'py>,
         count: Arg<'py>,
         block: Option<&Bound<'py, PyAny>>,
         lease: Arg<'py>,
+        owner: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.inner.claim_op(&count, block, &lease))
+        run_async(py, self.inner.claim_op(&count, block, &lease, owner))
     }
 
     fn commit<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -314,8 +323,30 @@ impl AsyncTopic {
         run_async(py, self.inner.extend_op(messages, &lease))
     }
 
-    fn release<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        run_async(py, self.inner.release_op(messages))
+    #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
+    fn release<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        delay: Arg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.release_op(messages, &delay))
+    }
+
+    #[pyo3(signature = (messages, error=None, to=None), text_signature = "(self, /, messages, error='', to=None)")]
+    fn dead_letter<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        error: Option<&Bound<'py, PyAny>>,
+        to: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.dead_letter_op(messages, error, to))
+    }
+
+    #[pyo3(signature = (owner, lease=Arg::missing()), text_signature = "(self, /, owner, lease=30.0)")]
+    fn resume<'py>(&self, py: Python<'py>, owner: &Bound<'py, PyAny>, lease: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.resume_op(owner, &lease))
     }
 
     #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]

@@ -210,10 +210,11 @@ impl Core {
         count: &Arg<'_>,
         block: Option<&Bound<'_, PyAny>>,
         lease: &Arg<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
     ) -> Result<Op> {
         let names = convert::topic_names(topics)?;
         let keys: Vec<Arc<TopicKeys>> = names.iter().map(|n| Arc::new(TopicKeys::new(n))).collect();
-        claim_op(self.pool_after(|| claim_args(count, block, lease))?, keys, names)
+        claim_op(self.pool_after(|| claim_args(count, block, lease, owner))?, keys, names)
     }
 
     /// Validates first (so bad input never meets a closed client's error), then takes the pool.
@@ -233,9 +234,10 @@ impl Core {
         Ok(op(async move { rfq::extend(&pool, &held, lease_ms).await }, to_py))
     }
 
-    pub fn release_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
-        let (pool, held) = self.pool_after(|| convert::held_messages(messages))?;
-        Ok(op(async move { rfq::release(&pool, &held).await }, to_py))
+    pub fn release_op(&self, messages: &Bound<'_, PyAny>, delay: &Arg<'_>) -> Result<Op> {
+        let (pool, (held, delay_ms)) =
+            self.pool_after(|| Ok((convert::held_messages(messages)?, delay_arg(delay)?)))?;
+        Ok(op(async move { rfq::release(&pool, &held, delay_ms).await }, to_py))
     }
 }
 
@@ -264,21 +266,33 @@ fn lease_arg(lease: &Arg<'_>) -> Result<u64> {
     }
 }
 
-fn claim_args(count: &Arg<'_>, block: Option<&Bound<'_, PyAny>>, lease: &Arg<'_>) -> Result<(usize, Option<f64>, u64)> {
+fn delay_arg(delay: &Arg<'_>) -> Result<u64> {
+    delay.0.as_ref().map_or(Ok(0), convert::delay_ms)
+}
+
+/// count, block, lease in ms and owner ('' for none) of a claim.
+type ClaimArgs = (usize, Option<f64>, u64, String);
+
+fn claim_args(
+    count: &Arg<'_>,
+    block: Option<&Bound<'_, PyAny>>,
+    lease: &Arg<'_>,
+    owner: Option<&Bound<'_, PyAny>>,
+) -> Result<ClaimArgs> {
     let count = match &count.0 {
         None => 1,
         Some(c) => convert::count(c)?,
     };
-    Ok((count, convert::block(block)?, lease_arg(lease)?))
+    Ok((count, convert::block(block)?, lease_arg(lease)?, convert::owner(owner)?))
 }
 
 fn claim_op(
-    (pool, (count, block, lease_ms)): (Arc<Pool>, (usize, Option<f64>, u64)),
+    (pool, (count, block, lease_ms, owner)): (Arc<Pool>, ClaimArgs),
     keys: Vec<Arc<TopicKeys>>,
     names: Vec<String>,
 ) -> Result<Op> {
     Ok(op(
-        async move { rfq::claim(&pool, &keys, count, block, lease_ms).await },
+        async move { rfq::claim(&pool, &keys, count, block, lease_ms, &owner).await },
         move |py, claimed| convert::messages_py(py, &names, claimed),
     ))
 }
@@ -321,8 +335,14 @@ impl TopicCore {
         ))
     }
 
-    pub fn claim_op(&self, count: &Arg<'_>, block: Option<&Bound<'_, PyAny>>, lease: &Arg<'_>) -> Result<Op> {
-        let (pool, args, keys) = self.pool_after(|| claim_args(count, block, lease))?;
+    pub fn claim_op(
+        &self,
+        count: &Arg<'_>,
+        block: Option<&Bound<'_, PyAny>>,
+        lease: &Arg<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let (pool, args, keys) = self.pool_after(|| claim_args(count, block, lease, owner))?;
         let name = keys.name.clone();
         claim_op((pool, args), vec![keys], vec![name])
     }
@@ -338,9 +358,49 @@ impl TopicCore {
         Ok(op(async move { rfq::extend(&pool, &held, lease_ms).await }, to_py))
     }
 
-    pub fn release_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
-        let (pool, held, _) = self.pool_after(|| convert::held_in_topic(messages, &self.keys))?;
-        Ok(op(async move { rfq::release(&pool, &held).await }, to_py))
+    pub fn release_op(&self, messages: &Bound<'_, PyAny>, delay: &Arg<'_>) -> Result<Op> {
+        let (pool, (held, delay_ms), _) =
+            self.pool_after(|| Ok((convert::held_in_topic(messages, &self.keys)?, delay_arg(delay)?)))?;
+        Ok(op(async move { rfq::release(&pool, &held, delay_ms).await }, to_py))
+    }
+
+    pub fn dead_letter_op(
+        &self,
+        messages: &Bound<'_, PyAny>,
+        error: Option<&Bound<'_, PyAny>>,
+        to: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let (pool, (held, error, dead), _) = self.pool_after(|| {
+            let to = match to {
+                Some(t) if !t.is_none() => Some(convert::topic_name(t)?),
+                _ => None,
+            };
+            let dead = crate::protocol::validate::dead_topic(&self.keys.name, to.as_deref())?;
+            Ok((
+                convert::held_in_topic(messages, &self.keys)?,
+                convert::error_text(error)?,
+                TopicKeys::new(&dead),
+            ))
+        })?;
+        Ok(op(
+            async move { rfq::dead_letter(&pool, &held, &dead, &error).await },
+            to_py,
+        ))
+    }
+
+    pub fn resume_op(&self, owner: &Bound<'_, PyAny>, lease: &Arg<'_>) -> Result<Op> {
+        let (pool, (owner, lease_ms), keys) =
+            self.pool_after(|| Ok((convert::owner(Some(owner))?, lease_arg(lease)?)))?;
+        if owner.is_empty() {
+            return Err(Error::invalid(
+                "owner must be a non-empty str of at most 128 characters without whitespace, got None",
+            ));
+        }
+        let names = vec![keys.name.clone()];
+        Ok(op(
+            async move { rfq::resume(&pool, &keys, &owner, lease_ms).await },
+            move |py, claimed| convert::messages_py(py, &names, claimed),
+        ))
     }
 
     pub fn harvest_op(&self, all: &Arg<'_>, lease: &Arg<'_>) -> Result<Op> {
@@ -475,7 +535,7 @@ impl Client {
         run_sync(py, crate::bindings::rsmq::queues_op(&self.core, &ns).py_err(py)?)
     }
 
-    #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, topics, count=1, block=None, lease=30.0)")]
+    #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, topics, count=1, block=None, lease=30.0, owner=None)")]
     fn claim(
         &self,
         py: Python<'_>,
@@ -483,8 +543,9 @@ impl Client {
         count: Arg<'_>,
         block: Option<&Bound<'_, PyAny>>,
         lease: Arg<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.claim_op(topics, &count, block, &lease).py_err(py)?)
+        run_sync(py, self.core.claim_op(topics, &count, block, &lease, owner).py_err(py)?)
     }
 
     fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -496,8 +557,9 @@ impl Client {
         run_sync(py, self.core.extend_op(messages, &lease).py_err(py)?)
     }
 
-    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.release_op(messages).py_err(py)?)
+    #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
+    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, delay: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.release_op(messages, &delay).py_err(py)?)
     }
 
     fn ping(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -579,15 +641,16 @@ impl Topic {
         run_sync(py, self.inner.publish_batch_op(messages, &front).py_err(py)?)
     }
 
-    #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing()), text_signature = "(self, /, count=1, block=None, lease=30.0)")]
+    #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
     fn claim(
         &self,
         py: Python<'_>,
         count: Arg<'_>,
         block: Option<&Bound<'_, PyAny>>,
         lease: Arg<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.claim_op(&count, block, &lease).py_err(py)?)
+        run_sync(py, self.inner.claim_op(&count, block, &lease, owner).py_err(py)?)
     }
 
     fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -599,8 +662,25 @@ impl Topic {
         run_sync(py, self.inner.extend_op(messages, &lease).py_err(py)?)
     }
 
-    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.release_op(messages).py_err(py)?)
+    #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
+    fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, delay: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.release_op(messages, &delay).py_err(py)?)
+    }
+
+    #[pyo3(signature = (messages, error=None, to=None), text_signature = "(self, /, messages, error='', to=None)")]
+    fn dead_letter(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        error: Option<&Bound<'_, PyAny>>,
+        to: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.dead_letter_op(messages, error, to).py_err(py)?)
+    }
+
+    #[pyo3(signature = (owner, lease=Arg::missing()), text_signature = "(self, /, owner, lease=30.0)")]
+    fn resume(&self, py: Python<'_>, owner: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.resume_op(owner, &lease).py_err(py)?)
     }
 
     #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]

@@ -89,6 +89,45 @@ pub fn lease_ms(obj: &Bound<'_, PyAny>) -> Result<u64> {
     validate::lease_ms(seconds_value(obj), &repr(obj))
 }
 
+pub fn delay_ms(obj: &Bound<'_, PyAny>) -> Result<u64> {
+    validate::delay_ms(seconds_value(obj), &repr(obj))
+}
+
+/// A worker name (owner of a processing list); None when not given.
+pub fn owner(obj: Option<&Bound<'_, PyAny>>) -> Result<String> {
+    match obj {
+        None => Ok(String::new()),
+        Some(o) if o.is_none() => Ok(String::new()),
+        Some(o) => {
+            let name = o
+                .cast::<PyString>()
+                .ok()
+                .and_then(|s| s.to_cow().ok().map(|c| c.into_owned()))
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "owner must be a non-empty str of at most {} characters without whitespace, got {}",
+                        validate::MAX_ID_CHARS,
+                        repr(o)
+                    ))
+                })?;
+            validate::owner(&name)?;
+            Ok(name)
+        }
+    }
+}
+
+/// The error text recorded by a dead-letter move: a str ('' when not given).
+pub fn error_text(obj: Option<&Bound<'_, PyAny>>) -> Result<String> {
+    match obj {
+        None => Ok(String::new()),
+        Some(o) => o
+            .cast::<PyString>()
+            .ok()
+            .and_then(|s| s.to_cow().ok().map(|c| c.into_owned()))
+            .ok_or_else(|| Error::invalid(format!("error must be a str, got {}", type_name(o)))),
+    }
+}
+
 pub fn block(obj: Option<&Bound<'_, PyAny>>) -> Result<Option<f64>> {
     match obj {
         None => Ok(None),
@@ -403,7 +442,7 @@ pub fn inspect_py(py: Python<'_>, entries: Vec<rfq::InspectEntry>) -> PyResult<P
         };
         let claimed_at = datetime_ms(py, e.claimed_at_ms)?;
         let deadline = datetime_ms(py, e.lease_deadline_ms)?;
-        out.append(cls.call1((e.id, fields, e.deliveries, claimed_at, deadline))?)?;
+        out.append(cls.call1((e.id, fields, e.deliveries, claimed_at, deadline, e.owner, e.error))?)?;
     }
     Ok(out.into_any().unbind())
 }
@@ -411,7 +450,15 @@ pub fn inspect_py(py: Python<'_>, entries: Vec<rfq::InspectEntry>) -> PyResult<P
 pub fn stats_py(py: Python<'_>, topic: &str, s: rfq::Stats) -> PyResult<Py<PyAny>> {
     let cls = TOPIC_STATS.import(py, "ferroq.types", "TopicStats")?;
     Ok(cls
-        .call1((topic, s.backlog, s.nextlog, s.leased, s.expired, s.oldest_age))?
+        .call1((
+            topic,
+            s.backlog,
+            s.nextlog,
+            s.leased,
+            s.expired,
+            s.oldest_age,
+            s.delayed,
+        ))?
         .unbind())
 }
 

@@ -76,6 +76,23 @@ pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     }
 }
 
+/// `warnings.warn(message, RuntimeWarning)`: the sink of the pools' warnings about the server (see
+/// `pool::set_warning_sink`). Runs on a runtime thread, so a warning turned into an error (`-W error`)
+/// cannot reach the caller: it is reported as unraisable instead.
+pub fn warn(message: &str) {
+    Python::attach(|py| {
+        let warned = py.import("warnings").and_then(|w| {
+            w.call_method1(
+                "warn",
+                (message, py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), 2),
+            )
+        });
+        if let Err(e) = warned {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
 /// `Result` -> `PyResult` with [`to_pyerr`].
 pub trait IntoPy<T> {
     fn py_err(self, py: Python<'_>) -> PyResult<T>;

@@ -26,6 +26,10 @@ pub fn rfq_deliveries(topic: &str) -> String {
     format!("{RFQ_PREFIX}{topic}:deliveries")
 }
 
+pub fn rfq_delayed(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:delayed")
+}
+
 /// Every key of one topic, built once per `Topic`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicKeys {
@@ -34,6 +38,7 @@ pub struct TopicKeys {
     pub nextlog: String,
     pub leases: String,
     pub deliveries: String,
+    pub delayed: String,
     pub message_prefix: String,
 }
 
@@ -45,6 +50,7 @@ impl TopicKeys {
             nextlog: rfq_nextlog(name),
             leases: rfq_leases(name),
             deliveries: rfq_deliveries(name),
+            delayed: rfq_delayed(name),
             message_prefix: rfq_message_prefix(name),
         }
     }
@@ -52,6 +58,17 @@ impl TopicKeys {
     /// The four keys every topic script takes first: backlog, nextlog, leases, deliveries.
     pub fn topic_keys(&self) -> [&str; 4] {
         [&self.backlog, &self.nextlog, &self.leases, &self.deliveries]
+    }
+
+    /// The four topic keys and the delayed ZSET: what claim, release, harvest and stats take.
+    pub fn five(&self) -> [&str; 5] {
+        [
+            &self.backlog,
+            &self.nextlog,
+            &self.leases,
+            &self.deliveries,
+            &self.delayed,
+        ]
     }
 
     pub fn message(&self, id: &str) -> String {
@@ -178,6 +195,8 @@ mod tests {
         assert_eq!(k.leases, "rfq:jobs:leases");
         assert_eq!(k.deliveries, "rfq:jobs:deliveries");
         assert_eq!(k.message_prefix, "rfq:jobs:message:");
+        assert_eq!(k.delayed, "rfq:jobs:delayed");
+        assert_eq!(k.five()[4], "rfq:jobs:delayed");
         assert_eq!(k.message("ab12"), "rfq:jobs:message:ab12");
         assert_eq!(k.message("ab12"), rfq_message("jobs", "ab12"));
         assert_eq!(

@@ -51,6 +51,8 @@ pub struct InspectEntry {
     pub deliveries: i64,
     pub claimed_at_ms: Option<f64>,
     pub lease_deadline_ms: Option<f64>,
+    pub owner: Option<String>,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +62,7 @@ pub struct Stats {
     pub leased: i64,
     pub expired: i64,
     pub oldest_age: Option<f64>,
+    pub delayed: i64,
 }
 
 // ---- operations -------------------------------------------------------------------------------------
@@ -100,12 +103,12 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
     Ok(ids)
 }
 
-fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str) -> Cmd {
-    let mut cmd = scripts::evalsha(Id::Claim, 4 * topics.len());
+fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str, owner: &str) -> Cmd {
+    let mut cmd = scripts::evalsha(Id::Claim, 5 * topics.len());
     for t in topics {
-        cmd.arg(&t.topic_keys()[..]);
+        cmd.arg(&t.five()[..]);
     }
-    cmd.arg(count).arg(lease_ms).arg(moved);
+    cmd.arg(count).arg(lease_ms).arg(moved).arg(owner);
     for t in topics {
         cmd.arg(&t.message_prefix);
     }
@@ -134,14 +137,16 @@ fn decode_claim(reply: Value, ntopics: usize) -> Result<Vec<Claimed>> {
 
 /// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many
 /// seconds for the first message: BLMOVE on a dedicated connection for one topic, polling for several.
+/// A non-empty `owner` records the claims in that worker's processing list.
 pub async fn claim(
     pool: &Pool,
     topics: &[Arc<TopicKeys>],
     count: usize,
     block: Option<f64>,
     lease_ms: u64,
+    owner: &str,
 ) -> Result<Vec<Claimed>> {
-    let cmd = claim_cmd(topics, count, lease_ms, "");
+    let cmd = claim_cmd(topics, count, lease_ms, "", owner);
     // A claim moves messages: repeating it after a drop could lease messages nobody receives.
     let first = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
     let Some(block) = block else { return Ok(first) };
@@ -162,9 +167,9 @@ pub async fn claim(
             .arg(timeout);
         let moved = opt_string(pool.blocking(wait, &blmove).await?)?;
         let Some(moved) = moved else { return Ok(Vec::new()) };
-        // The moved id is at the nextlog's head without a lease; claim-4n leases it first. Should this
+        // The moved id is at the nextlog's head without a lease; claim-5n leases it first. Should this
         // call fail, harvest gives the id a lease at first sight, so it is not lost.
-        let cmd = claim_cmd(topics, count, lease_ms, &moved);
+        let cmd = claim_cmd(topics, count, lease_ms, &moved, owner);
         return decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, 1);
     }
     let deadline = Instant::now() + Duration::from_secs_f64(block);
@@ -190,6 +195,7 @@ async fn fenced(
     items: &[Held],
     script: Id,
     reverse_chunks: bool,
+    idempotent: bool,
     build: impl Fn(&TopicKeys, &[&Held]) -> Cmd,
 ) -> Result<Vec<String>> {
     if items.is_empty() {
@@ -218,8 +224,7 @@ async fn fenced(
         cmds.extend(chunk_cmds);
     }
     let pipes = pipelines(cmds);
-    // Commit, extend and release are fenced and idempotent: repeating after a drop is safe.
-    let replies = eval_all(pool, true, script, &pipes).await?;
+    let replies = eval_all(pool, idempotent, script, &pipes).await?;
     // The replies hold ids only; map them back to (topic, id) through the call each came from.
     let mut done: HashSet<(String, String)> = HashSet::new();
     let mut reply_iter = replies.into_iter();
@@ -244,7 +249,8 @@ async fn fenced(
 
 /// Deletes messages whose claim is still current (fenced by the token); returns the ids committed.
 pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
-    fenced(pool, items, Id::Commit, false, |t, chunk| {
+    // Fenced and idempotent: repeating after a drop is safe.
+    fenced(pool, items, Id::Commit, false, true, |t, chunk| {
         let mut cmd = scripts::evalsha(Id::Commit, 3 + chunk.len());
         cmd.arg(&t.nextlog).arg(&t.leases).arg(&t.deliveries);
         for h in chunk {
@@ -260,7 +266,7 @@ pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
 
 /// Renews leases to `lease_ms` from now; returns the ids renewed.
 pub async fn extend(pool: &Pool, items: &[Held], lease_ms: u64) -> Result<Vec<String>> {
-    fenced(pool, items, Id::Extend, false, |t, chunk| {
+    fenced(pool, items, Id::Extend, false, true, |t, chunk| {
         let mut cmd = scripts::evalsha(Id::Extend, 2);
         cmd.arg(&t.leases).arg(&t.deliveries).arg(lease_ms);
         for h in chunk {
@@ -271,18 +277,54 @@ pub async fn extend(pool: &Pool, items: &[Held], lease_ms: u64) -> Result<Vec<St
     .await
 }
 
-/// Gives held messages back to the backlog's consume end, in input order; returns the ids released.
-pub async fn release(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
+/// Gives held messages back to the backlog's consume end, in input order (or, with a delay, to the
+/// delayed ZSET until `delay_ms` from now); returns the ids released.
+pub async fn release(pool: &Pool, items: &[Held], delay_ms: u64) -> Result<Vec<String>> {
     // Each chunk lands in front of the previous one, so the last chunk is sent first.
-    fenced(pool, items, Id::Release, true, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::Release, 4);
-        cmd.arg(&t.topic_keys()[..]);
+    fenced(pool, items, Id::Release, true, true, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Release, 5);
+        cmd.arg(&t.five()[..]).arg(delay_ms);
         for h in chunk {
             cmd.arg(&h.id).arg(&h.token);
         }
         cmd
     })
     .await
+}
+
+/// Moves held messages of one topic to the backlog of `dead`, recording `error`; returns the ids moved.
+pub async fn dead_letter(pool: &Pool, items: &[Held], dead: &TopicKeys, error: &str) -> Result<Vec<String>> {
+    // Not repeated after a drop: a repeat would move nothing and report nothing moved.
+    fenced(pool, items, Id::DeadLetter, false, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::DeadLetter, 5 + 2 * chunk.len());
+        cmd.arg(&t.nextlog)
+            .arg(&t.leases)
+            .arg(&t.deliveries)
+            .arg(&dead.backlog)
+            .arg(&dead.deliveries);
+        for h in chunk {
+            cmd.arg(t.message(&h.id)).arg(dead.message(&h.id));
+        }
+        cmd.arg(error);
+        for h in chunk {
+            cmd.arg(&h.id).arg(&h.token);
+        }
+        cmd
+    })
+    .await
+}
+
+/// Claims again, in place, the nextlog ids that `owner` still holds (its processing list).
+pub async fn resume(pool: &Pool, topic: &TopicKeys, owner: &str, lease_ms: u64) -> Result<Vec<Claimed>> {
+    let mut cmd = scripts::evalsha(Id::Resume, 3);
+    cmd.arg(&topic.nextlog)
+        .arg(&topic.leases)
+        .arg(&topic.deliveries)
+        .arg(owner)
+        .arg(lease_ms)
+        .arg(&topic.message_prefix);
+    // Not repeated after a drop: the first attempt may have bumped the tokens.
+    decode_claim(eval_one(pool, false, Id::Resume, &cmd).await?, 1)
 }
 
 /// Requeues expired claims (or, with `all`, every claim); returns their ids.
@@ -295,8 +337,8 @@ pub async fn harvest(pool: &Pool, topic: &TopicKeys, all: bool, lease_ms: u64) -
             .map(string)
             .collect();
     }
-    let mut cmd = scripts::evalsha(Id::Harvest, 4);
-    cmd.arg(&topic.topic_keys()[..]).arg(lease_ms).arg(STEP_LIMIT);
+    let mut cmd = scripts::evalsha(Id::Harvest, 5);
+    cmd.arg(&topic.five()[..]).arg(lease_ms).arg(STEP_LIMIT);
     let mut out = Vec::new();
     for _ in 0..MAX_STEPS {
         let [requeued, handled] = take::<2>(eval_one(pool, false, Id::Harvest, &cmd).await?, "harvest reply")?;
@@ -340,7 +382,7 @@ pub async fn inspect(
     array(items)?
         .into_iter()
         .map(|item| {
-            let [id, d, at, deadline, body] = take::<5>(item, "inspect entry")?;
+            let [id, d, at, deadline, body, owner, error] = take::<7>(item, "inspect entry")?;
             let fields = pairs(body)?;
             Ok(InspectEntry {
                 id: string(id)?,
@@ -348,16 +390,18 @@ pub async fn inspect(
                 deliveries: opt_number(d)?.map_or(0, |d| d as i64),
                 claimed_at_ms: opt_number(at)?,
                 lease_deadline_ms: opt_number(deadline)?,
+                owner: opt_string(owner)?,
+                error: opt_string(error)?,
             })
         })
         .collect()
 }
 
 pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
-    let mut cmd = scripts::evalsha(Id::Stats, 4);
-    cmd.arg(&topic.topic_keys()[..]);
-    let [now, backlog, nextlog, leased, expired, oldest_b, oldest_n] =
-        take::<7>(eval_one(pool, true, Id::Stats, &cmd).await?, "stats reply")?;
+    let mut cmd = scripts::evalsha(Id::Stats, 5);
+    cmd.arg(&topic.five()[..]);
+    let [now, backlog, nextlog, leased, expired, oldest_b, oldest_n, delayed] =
+        take::<8>(eval_one(pool, true, Id::Stats, &cmd).await?, "stats reply")?;
     let now_s = int(now)? as f64 / 1000.0;
     let published: Vec<f64> = [opt_string(oldest_b)?, opt_string(oldest_n)?]
         .iter()
@@ -371,6 +415,7 @@ pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
         leased: int(leased)?,
         expired: int(expired)?,
         oldest_age,
+        delayed: int(delayed)?,
     })
 }
 
@@ -451,15 +496,24 @@ mod tests {
     #[test]
     fn claim_command_layout() {
         let topics = vec![Arc::new(TopicKeys::new("a")), Arc::new(TopicKeys::new("b"))];
-        let args = packed(&claim_cmd(&topics, 10, 30_000, ""));
+        let args = packed(&claim_cmd(&topics, 10, 30_000, "", "w1"));
         assert_eq!(args[0], "EVALSHA");
         assert_eq!(args[1], Id::Claim.script().sha);
-        assert_eq!(args[2], "8");
+        assert_eq!(args[2], "10");
         assert_eq!(
-            &args[3..7],
-            ["rfq:a:backlog", "rfq:a:nextlog", "rfq:a:leases", "rfq:a:deliveries"]
+            &args[3..8],
+            [
+                "rfq:a:backlog",
+                "rfq:a:nextlog",
+                "rfq:a:leases",
+                "rfq:a:deliveries",
+                "rfq:a:delayed"
+            ]
         );
-        assert_eq!(&args[11..], ["10", "30000", "", "rfq:a:message:", "rfq:b:message:"]);
+        assert_eq!(
+            &args[13..],
+            ["10", "30000", "", "w1", "rfq:a:message:", "rfq:b:message:"]
+        );
     }
 
     #[test]

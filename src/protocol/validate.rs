@@ -98,15 +98,55 @@ pub fn block(value: Option<Option<f64>>, repr: &str) -> Result<Option<f64>> {
     }
 }
 
+/// Non-empty, at most 128 characters, no whitespace: the rule for message ids and worker names.
+fn is_word(s: &str) -> bool {
+    !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !s.chars().any(char::is_whitespace)
+}
+
 /// A message id: a non-empty str of at most 128 characters without whitespace.
 pub fn message_id(id: &str) -> Result<()> {
-    if !id.is_empty() && id.chars().count() <= MAX_ID_CHARS && !id.chars().any(char::is_whitespace) {
+    if is_word(id) {
         return Ok(());
     }
     Err(Error::invalid(format!(
         "a message id must be a non-empty str of at most {MAX_ID_CHARS} characters without whitespace, got {}",
         py_repr(id)
     )))
+}
+
+/// A worker name (the owner of a processing list): the same rule as ids.
+pub fn owner(name: &str) -> Result<()> {
+    if is_word(name) {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "owner must be a non-empty str of at most {MAX_ID_CHARS} characters without whitespace, got {}",
+        py_repr(name)
+    )))
+}
+
+/// A release delay in seconds -> milliseconds: 0 (release now) to 7 days; a positive delay is at least 1 ms.
+pub fn delay_ms(value: Option<f64>, repr: &str) -> Result<u64> {
+    match value {
+        Some(0.0) => Ok(0),
+        Some(s) if s > 0.0 && s <= MAX_SECONDS => Ok(((s * 1000.0).round_ties_even() as u64).max(1)),
+        _ => Err(Error::invalid(format!(
+            "delay must be a number of seconds from 0 to {MAX_SECONDS:.0}, got {repr}"
+        ))),
+    }
+}
+
+/// The dead-letter topic of `topic`: `to`, or `<topic>.dead`; never the topic itself.
+pub fn dead_topic(topic: &str, to: Option<&str>) -> Result<String> {
+    let name = to.map_or_else(|| format!("{topic}.dead"), str::to_string);
+    topic_name(&name)?;
+    if name == topic {
+        return Err(Error::invalid(format!(
+            "a dead-letter topic must differ from the topic itself, got {}",
+            py_repr(&name)
+        )));
+    }
+    Ok(name)
 }
 
 pub fn queue(name: &str) -> Result<Queue> {
@@ -387,6 +427,20 @@ mod tests {
         assert!(message_id("").is_err());
         assert!(message_id("a b").is_err());
         assert!(message_id(&"a".repeat(129)).is_err());
+        assert!(owner("worker-1").is_ok());
+        assert!(owner("a b").is_err());
+        assert_eq!(delay_ms(Some(0.0), "0").unwrap(), 0);
+        assert_eq!(delay_ms(Some(0.0001), "").unwrap(), 1);
+        assert_eq!(delay_ms(Some(1.5), "1.5").unwrap(), 1500);
+        assert!(delay_ms(Some(-1.0), "-1").is_err());
+        assert!(delay_ms(None, "'1'").is_err());
+        assert_eq!(dead_topic("jobs", None).unwrap(), "jobs.dead");
+        assert_eq!(dead_topic("jobs", Some("graveyard")).unwrap(), "graveyard");
+        assert!(dead_topic("jobs", Some("jobs")).is_err());
+        assert_eq!(
+            dead_topic(&"x".repeat(124), None).unwrap_err().kind,
+            ErrorKind::InvalidName
+        );
         assert_eq!(queue("backlog").unwrap(), Queue::Backlog);
         assert!(queue("other").is_err());
         assert!(start(Some(0), "0").is_ok());

@@ -20,11 +20,14 @@ def test_only_the_protocol_scripts_are_loaded(client, r):
     t.harvest(all=True)
     t.inspect()
     t.stats()
+    [msg] = t.claim(owner='w1')
+    t.resume('w1')
+    t.dead_letter([msg.id], error='boom')
     [msg] = t.claim()
     t.commit([msg])
     t.purge()
     rfq = {name: sha for name, sha in protocol.script_hashes().items() if name.startswith('rfq/')}
-    assert len(rfq) == 10
+    assert len(rfq) == 12
     assert r.script_exists(*rfq.values()) == [True] * len(rfq), dict(zip(rfq, r.script_exists(*rfq.values())))
     assert r.info('memory')['number_of_cached_scripts'] == len(rfq)
 

@@ -52,6 +52,15 @@ def scenario(c: Any, raw: redis.Redis) -> tuple[list[str], list[Any]]:
     log.append(b.harvest(all=True))
     log.append(a.inspect('nextlog'))
     log.append(a.inspect('backlog', start=1, count=3))
+    # Worker support: owners, delayed releases, dead-letter moves, resume.
+    owned = b.claim(count=3, lease=60, owner='w1')
+    log.append(owned)
+    log.append(b.release(owned[:1], delay=3600))  # stays delayed: compared in the state dump
+    log.append(b.dead_letter(owned[1:2], error='ValueError: boom'))
+    log.append(b.resume('w1', lease=60))
+    log.append(c.release(multi[2:], delay=0.001))
+    log.append(c.topic('beta.dead').inspect())
+    log.append(b.stats())
     log.append(b.purge('backlog'))
     log.append(c.topics())
     log.append(a.peek(ids[0]))
@@ -76,9 +85,11 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
             value.deliveries,
             value.claimed_at is not None,
             value.lease_deadline is not None,
+            value.owner,
+            value.error,
         )
     if isinstance(value, TopicStats):
-        return ('TopicStats', value.topic, value.backlog, value.nextlog, value.leased, value.expired)
+        return ('TopicStats', value.topic, value.backlog, value.nextlog, value.leased, value.expired, value.delayed)
     if isinstance(value, (list, tuple)):
         return [normalize(v, index) for v in value]
     if isinstance(value, dict):

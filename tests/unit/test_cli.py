@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -81,7 +83,7 @@ def test_password_is_not_printed(auth_server, flags, tmp_path):
 def test_help(tmp_path):
     out = run(None, '--help', cwd=tmp_path)
     assert out.returncode == 0
-    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'rsmq', 'bench'):
+    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'rsmq', 'bench', 'worker'):
         assert verb in out.stdout
 
 
@@ -130,3 +132,88 @@ def test_rsmq_bad_input_exits_2(redis_url, r, flags, tmp_path):
     out = run(redis_url, *flags, 'rsmq', 'receive', '-q', 'missing', cwd=tmp_path)
     assert out.returncode == 1 and 'not found' in out.stderr
     assert r.dbsize() == 0
+
+
+# --- ferroq worker -------------------------------------------------------------------------------
+
+#: A command that appends the JSON it reads on stdin to the file in argv[1], then exits with argv[2].
+RECORD = 'import sys; line = sys.stdin.read(); open(sys.argv[1], "a").write(line); sys.exit(int(sys.argv[2]))'
+FAST_WORKER = ('--burst', '--poll', '0.05', '--harvest-interval', '0.5')
+
+
+def test_worker_burst_runs_the_command_per_message(redis_url, r, flags, tmp_path):
+    lines = ''.join(json.dumps({'n': str(i), 'ключ': 'é'}) + '\n' for i in range(3))
+    published = run(redis_url, *flags, 'publish', '-t', 'jobs', '--stdin', stdin=lines, cwd=tmp_path)
+    assert published.returncode == 0, published.stderr
+    ids = published.stdout.split()
+    log = tmp_path / 'seen.jsonl'
+    out = run(redis_url, *flags, '--json', 'worker', '-t', 'jobs', *FAST_WORKER, '--concurrency', '2',
+              '--', sys.executable, '-c', RECORD, str(log), '0', cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1])['committed'] == 3, out.stdout + out.stderr
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(m['id'] for m in seen) == sorted(ids)
+    for m in seen:
+        assert set(m) == {'id', 'topic', 'fields', 'deliveries'}
+        assert m['topic'] == 'jobs' and m['deliveries'] == 1 and m['fields']['ключ'] == 'é'
+    assert r.dbsize() == 0
+
+
+def test_worker_failing_command_is_retried_then_dead_lettered(redis_url, r, flags, tmp_path):
+    [msg_id] = json.loads(
+        run(redis_url, *flags, '--json', 'publish', '-t', 'jobs', '-m', '{"n": "1"}', cwd=tmp_path).stdout
+    )
+    log = tmp_path / 'seen.jsonl'
+    script = RECORD.replace('sys.exit(', 'sys.stderr.write("cannot handle\\n"); sys.exit(')
+    out = run(redis_url, *flags, 'worker', '-t', 'jobs', *FAST_WORKER, '--max-deliveries', '3', '--retry-delay', '0.05',
+              '--', sys.executable, '-c', script, str(log), '4', cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)['deliveries'] for line in log.read_text().splitlines()] == [1, 2, 3]
+    assert 'cannot handle' in out.stderr  # the command's stderr is passed through
+    dead = json.loads(run(redis_url, *flags, '--json', 'inspect', '-t', 'jobs.dead', cwd=tmp_path).stdout)
+    assert [d['id'] for d in dead] == [msg_id] and dead[0]['fields'] == {'n': '1'}
+    assert dead[0]['error'].startswith('CommandFailed: ')
+    assert r.hget('rfq:jobs.dead:deliveries', f'{msg_id}:error') == 'CommandFailed: ' + (
+        f'{sys.executable} exited with status 4: cannot handle'
+    )
+    assert r.keys('rfq:jobs:*') == []
+
+
+@pytest.mark.parametrize(
+    'args',
+    [
+        ['worker', '-t', 'jobs', '--burst'],  # no command
+        ['worker', '-t', 'jobs', '--burst', '--', 'no-such-command-ferroq'],
+        ['worker', '-t', 'bad:topic', '--burst', '--', 'true'],
+        ['worker', '-t', 'jobs', '--concurrency', '0', '--', 'true'],
+        ['worker', '-t', 'jobs', '--max-deliveries', 'x', '--', 'true'],
+        ['worker', '--', 'true'],  # no topic
+    ],
+)
+def test_worker_bad_arguments_exit_2(redis_url, r, flags, tmp_path, args):
+    out = run(redis_url, *flags, *args, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert r.dbsize() == 0
+
+
+def test_worker_sigterm_exits_0_and_releases_prefetched(redis_url, r, flags, tmp_path):
+    for i in range(6):
+        run(redis_url, *flags, 'publish', '-t', 'jobs', '-m', json.dumps({'n': str(i)}), cwd=tmp_path)
+    log = tmp_path / 'seen.jsonl'
+    slow = RECORD.replace('sys.exit(', '__import__("time").sleep(1); sys.exit(')
+    argv = [sys.executable, '-m', 'ferroq', '--url', redis_url, *flags, 'worker', '-t', 'jobs', '--poll', '0.05',
+            '--prefetch', '4', '--', sys.executable, '-c', slow, str(log), '0']  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert len(log.read_text().splitlines()) == 1  # one command ran to the end and was committed
+    assert (r.llen('rfq:jobs:backlog'), r.llen('rfq:jobs:nextlog'), r.exists('rfq:jobs:leases')) == (5, 0, 0)

@@ -33,16 +33,16 @@ def test_native_and_python_load_the_same_scripts():
     hashes = protocol.script_hashes()
     assert native.script_hashes() == hashes
     assert {name for name in hashes if name.startswith('rfq/')} >= {
-        'rfq/claim-4n',
+        'rfq/claim-5n',
         'rfq/commit-3n',
         'rfq/extend-2',
-        'rfq/harvest-4',
+        'rfq/harvest-5',
         'rfq/harvest_all-4',
         'rfq/inspect-3',
         'rfq/publish-1n',
         'rfq/purge-3',
-        'rfq/release-4',
-        'rfq/stats-4',
+        'rfq/release-5',
+        'rfq/stats-5',
     }
     assert {name for name in hashes if name.startswith('rsmq/')} == {
         'rsmq/attributes-2',

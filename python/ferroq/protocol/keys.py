@@ -37,8 +37,15 @@ def rfq_leases(topic: str) -> str:
 
 
 def rfq_deliveries(topic: str) -> str:
-    """ferroq side key, a HASH: ``<id>`` -> delivery count, ``<id>:at`` -> last claim time in epoch ms."""
+    """ferroq side key, a HASH: ``<id>`` -> delivery count, ``<id>:at`` -> last claim time in epoch ms,
+    ``<id>:owner`` -> the worker whose processing list holds the claim, ``<id>:error`` -> the last error of a
+    dead-lettered message."""
     return f'{RFQ_PREFIX}{topic}:deliveries'
+
+
+def rfq_delayed(topic: str) -> str:
+    """ferroq side key, a ZSET: id -> epoch ms (Redis TIME) at which a delayed release is due again."""
+    return f'{RFQ_PREFIX}{topic}:delayed'
 
 
 def rfq_topic_keys(topic: str) -> list[str]:

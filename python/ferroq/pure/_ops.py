@@ -361,6 +361,33 @@ def check_messages(messages: object) -> list[Ref]:
     return refs
 
 
+def check_owner(owner: object, required: bool = False) -> str:
+    """A worker name (the owner of a processing list); '' for None unless ``required``."""
+    if owner is None and not required:
+        return ''
+    if not isinstance(owner, str) or not _ID_RE.fullmatch(owner):
+        raise InvalidArgument(
+            f'owner must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, got {owner!r}'
+        )
+    return owner
+
+
+def check_delay(delay: object) -> int:
+    """A release delay in seconds; returns it in milliseconds (0: release now, else at least 1)."""
+    seconds = _seconds(delay)
+    if seconds is None or not 0 <= seconds <= MAX_SECONDS:
+        raise InvalidArgument(f'delay must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {delay!r}')
+    return max(1, round(seconds * 1000)) if seconds else 0
+
+
+def check_dead_topic(topic: str, to: object) -> str:
+    """The dead-letter topic of ``topic``: ``to``, or ``<topic>.dead``; never the topic itself."""
+    name = check_topic(f'{topic}.dead' if to is None else to)
+    if name == topic:
+        raise InvalidArgument(f'a dead-letter topic must differ from the topic itself, got {name!r}')
+    return name
+
+
 def check_topics(topics: object) -> list[str]:
     if not isinstance(topics, (list, tuple)) or not topics:
         raise InvalidArgument(f'topics must be a non-empty list of topic names, got {topics!r}')
@@ -390,6 +417,7 @@ class TopicKeys(NamedTuple):
     nextlog: str
     leases: str
     deliveries: str
+    delayed: str
     prefix: str
 
     @property
@@ -397,11 +425,16 @@ class TopicKeys(NamedTuple):
         """The keys every topic script takes first: backlog, nextlog, leases, deliveries."""
         return [self.backlog, self.nextlog, self.leases, self.deliveries]
 
+    @property
+    def five(self) -> list[str]:
+        """The four topic keys and the delayed ZSET: what claim, release, harvest and stats take."""
+        return [*self.four, self.delayed]
+
 
 def topic_keys(name: str) -> TopicKeys:
     """The keys of a topic (``name`` must be valid already)."""
     backlog, nextlog, leases, deliveries = keys.rfq_topic_keys(name)
-    return TopicKeys(name, backlog, nextlog, leases, deliveries, keys.rfq_message_prefix(name))
+    return TopicKeys(name, backlog, nextlog, leases, deliveries, keys.rfq_delayed(name), keys.rfq_message_prefix(name))
 
 
 def _eval(script: str, script_keys: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
@@ -511,6 +544,31 @@ def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = F
     return results
 
 
+def eviction_warning(shown_url: str, policy: str) -> str | None:
+    """The warning for a server whose ``maxmemory-policy`` may evict queue keys (the twin of the Rust one)."""
+    if policy == 'noeviction':
+        return None
+    return (
+        f'Redis at {shown_url} has maxmemory-policy {policy}: when its memory is full it may evict queue keys, '
+        'and an evicted message is lost without an error; set maxmemory-policy noeviction'
+    )
+
+
+def server_policy(ctx: Settings) -> Plan[str | None]:
+    """The server's ``maxmemory-policy``: CONFIG GET, else INFO (a user without CONFIG); None if neither answers."""
+    reply = yield Call(('CONFIG', 'GET', 'maxmemory-policy'))
+    if isinstance(reply, dict) and reply:
+        return str(next(iter(reply.values())))
+    if isinstance(reply, list) and len(reply) == 2:
+        return str(reply[1])
+    info = yield Call(('INFO', 'memory'))
+    if isinstance(info, BaseException) and _is_drop(info):
+        raise map_error(info, ctx)  # not connected: the next call asks again
+    if isinstance(info, dict) and 'maxmemory_policy' in info:
+        return str(info['maxmemory_policy'])
+    return None
+
+
 def _is_drop(exc: BaseException) -> bool:
     return isinstance(exc, rex.ConnectionError) and not isinstance(
         exc, (rex.AuthenticationError, rex.AuthorizationError)
@@ -591,24 +649,27 @@ def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: boo
     return ids
 
 
-def claim(ctx: Settings, topic: TopicKeys, count: int, block: float | None, lease: float) -> Plan[list[Message]]:
+def claim(
+    ctx: Settings, topic: TopicKeys, count: int, block: float | None, lease: float, owner: str | None
+) -> Plan[list[Message]]:
     """Topic.claim."""
-    return (yield from _claim(ctx, [topic], check_count(count), check_block(block), check_lease(lease)))
+    args = check_count(count), check_block(block), check_lease(lease), check_owner(owner)
+    return (yield from _claim(ctx, [topic], *args))
 
 
 def claim_many(
-    ctx: Settings, topics: Sequence[str], count: int, block: float | None, lease: float
+    ctx: Settings, topics: Sequence[str], count: int, block: float | None, lease: float, owner: str | None
 ) -> Plan[list[Message]]:
     """Client.claim: several topics in priority order."""
     names = check_topics(topics)
-    count, wait, lease_ms = check_count(count), check_block(block), check_lease(lease)
-    return (yield from _claim(ctx, [topic_keys(name) for name in names], count, wait, lease_ms))
+    args = check_count(count), check_block(block), check_lease(lease), check_owner(owner)
+    return (yield from _claim(ctx, [topic_keys(name) for name in names], *args))
 
 
 def _claim(
-    ctx: Settings, topics: list[TopicKeys], count: int, wait: float | None, lease_ms: int
+    ctx: Settings, topics: list[TopicKeys], count: int, wait: float | None, lease_ms: int, owner: str
 ) -> Plan[list[Message]]:
-    messages = yield from _claim_now(ctx, topics, count, lease_ms, '')
+    messages = yield from _claim_now(ctx, topics, count, lease_ms, '', owner)
     if messages or wait is None:
         return messages
     if len(topics) == 1:
@@ -623,7 +684,7 @@ def _claim(
             return []
         if not isinstance(moved, str):
             raise reply_error(ctx, 'BLMOVE', moved)
-        return (yield from _claim_now(ctx, topics, count, lease_ms, moved))
+        return (yield from _claim_now(ctx, topics, count, lease_ms, moved, owner))
     # Several topics: no blocking command can watch them in priority order, so poll with backoff.
     deadline = time.monotonic() + wait
     delay = 0.005
@@ -633,23 +694,39 @@ def _claim(
             break
         yield Sleep(min(delay, remaining))
         delay = min(delay * 2, 0.1)
-        messages = yield from _claim_now(ctx, topics, count, lease_ms, '')
+        messages = yield from _claim_now(ctx, topics, count, lease_ms, '', owner)
         if messages:
             return messages
     return []
 
 
-def _claim_now(ctx: Settings, topics: list[TopicKeys], count: int, lease_ms: int, moved: str) -> Plan[list[Message]]:
-    script_keys = [k for t in topics for k in t.four]
-    args = [str(count), str(lease_ms), moved, *(t.prefix for t in topics)]
-    reply = yield from script(ctx, 'rfq/claim-4n', script_keys, args)
+def _claim_now(
+    ctx: Settings, topics: list[TopicKeys], count: int, lease_ms: int, moved: str, owner: str
+) -> Plan[list[Message]]:
+    script_keys = [k for t in topics for k in t.five]
+    args = [str(count), str(lease_ms), moved, owner, *(t.prefix for t in topics)]
+    reply = yield from script(ctx, 'rfq/claim-5n', script_keys, args)
+    return _claimed(ctx, 'rfq/claim-5n', topics, reply)
+
+
+def _claimed(ctx: Settings, name: str, topics: list[TopicKeys], reply: Any) -> list[Message]:
+    """The messages of a claim-5n (or resume-3) reply."""
     try:
         return [
             Message(msg_id, topics[int(ti) - 1].name, _pairs(body), int(deliveries))
             for ti, msg_id, deliveries, body in reply[1]
         ]
     except (TypeError, ValueError, IndexError):
-        raise reply_error(ctx, 'rfq/claim-4n', reply) from None
+        raise reply_error(ctx, name, reply) from None
+
+
+def resume(ctx: Settings, topic: TopicKeys, owner: str, lease: float) -> Plan[list[Message]]:
+    """Topic.resume: claim again, in place, what ``owner`` still holds."""
+    name = check_owner(owner, required=True)
+    lease_ms = check_lease(lease)
+    args = [name, str(lease_ms), topic.prefix]
+    reply = yield from script(ctx, 'rfq/resume-3', [topic.nextlog, topic.leases, topic.deliveries], args)
+    return _claimed(ctx, 'rfq/resume-3', [topic], reply)
 
 
 def _pairs(flat: list[str]) -> dict[str, str]:
@@ -678,16 +755,34 @@ def extend_many(ctx: Settings, messages: Iterable[Message], lease: float) -> Pla
     return (yield from _fenced(ctx, 'extend', refs, check_lease(lease)))
 
 
-def release(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str]) -> Plan[list[str]]:
-    return (yield from _fenced(ctx, 'release', check_refs(messages, topic.name), 0))
+def release(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str], delay: float) -> Plan[list[str]]:
+    refs = check_refs(messages, topic.name)
+    return (yield from _fenced(ctx, 'release', refs, check_delay(delay)))
 
 
-def release_many(ctx: Settings, messages: Iterable[Message]) -> Plan[list[str]]:
-    return (yield from _fenced(ctx, 'release', check_messages(messages), 0))
+def release_many(ctx: Settings, messages: Iterable[Message], delay: float) -> Plan[list[str]]:
+    refs = check_messages(messages)
+    return (yield from _fenced(ctx, 'release', refs, check_delay(delay)))
 
 
-def _fenced(ctx: Settings, op: str, refs: list[Ref], lease_ms: int) -> Plan[list[str]]:
-    """Run commit / extend / release; returns the ids the scripts accepted, in input order."""
+def dead_letter(
+    ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str], error: str, to: str | None
+) -> Plan[list[str]]:
+    """Topic.dead_letter: move held messages to the backlog of ``to`` (default ``<topic>.dead``)."""
+    dead = topic_keys(check_dead_topic(topic.name, to))
+    refs = check_refs(messages, topic.name)
+    if not isinstance(error, str):
+        raise InvalidArgument(f'error must be a str, got {type(error).__name__}')
+    return (yield from _fenced(ctx, 'dead_letter', refs, 0, dead=dead, error=error))
+
+
+def _fenced(
+    ctx: Settings, op: str, refs: list[Ref], ms: int, dead: TopicKeys | None = None, error: str = ''
+) -> Plan[list[str]]:
+    """Run commit / extend / release / dead_letter; returns the ids the scripts accepted, in input order.
+
+    ``ms`` is the lease of extend and the delay of release.
+    """
     if not refs:
         return []
     groups: dict[str, list[Ref]] = {}
@@ -710,12 +805,17 @@ def _fenced(ctx: Settings, op: str, refs: list[Ref], lease_ms: int) -> Plan[list
                     )
                 )
             elif op == 'extend':
-                calls.append(_eval('rfq/extend-2', [t.leases, t.deliveries], [str(lease_ms), *pairs]))
+                calls.append(_eval('rfq/extend-2', [t.leases, t.deliveries], [str(ms), *pairs]))
+            elif op == 'release':
+                calls.append(_eval('rfq/release-5', t.five, [str(ms), *pairs]))
             else:
-                calls.append(_eval('rfq/release-4', t.four, pairs))
+                assert dead is not None
+                moved = [k for r in chunk for k in (t.prefix + r.id, dead.prefix + r.id)]
+                script_keys = [t.nextlog, t.leases, t.deliveries, dead.backlog, dead.deliveries, *moved]
+                calls.append(_eval('rfq/dead_letter-5n', script_keys, [error, *pairs]))
         spans.append((name, first, len(calls)))
-    # commit and extend are fenced and repeatable; a repeated release would report nothing released.
-    replies = yield from send(ctx, calls, retry_drop=op != 'release')
+    # commit and extend are fenced and repeatable; a repeated release or dead-letter would report nothing done.
+    replies = yield from send(ctx, calls, retry_drop=op in ('commit', 'extend'))
     done: dict[str, list[str]] = {}
     for name, first, end in spans:
         part = replies[first:end]
@@ -744,12 +844,12 @@ def harvest(ctx: Settings, topic: TopicKeys, all: bool, lease: float) -> Plan[li
         return reply
     out: list[str] = []
     for _ in range(10_000):
-        reply = yield from script(ctx, 'rfq/harvest-4', topic.four, [str(lease_ms), str(STEP)])
+        reply = yield from script(ctx, 'rfq/harvest-5', topic.five, [str(lease_ms), str(STEP)])
         try:
             out += reply[0]
             handled = int(reply[1])
         except (TypeError, ValueError, IndexError):
-            raise reply_error(ctx, 'rfq/harvest-4', reply) from None
+            raise reply_error(ctx, 'rfq/harvest-5', reply) from None
         if handled < STEP:
             break
     return out
@@ -790,24 +890,26 @@ def inspect(ctx: Settings, topic: TopicKeys, queue: str, start: int, count: int)
                 deliveries=int(deliveries) if deliveries else 0,
                 claimed_at=_ms(claimed_at),
                 lease_deadline=_ms(deadline),
+                owner=owner if isinstance(owner, str) else None,
+                error=error if isinstance(error, str) else None,
             )
-            for msg_id, deliveries, claimed_at, deadline, body in reply[1]
+            for msg_id, deliveries, claimed_at, deadline, body, owner, error in reply[1]
         ]
     except (TypeError, ValueError, IndexError, OverflowError):
         raise reply_error(ctx, 'rfq/inspect-3', reply) from None
 
 
 def stats(ctx: Settings, topic: TopicKeys) -> Plan[TopicStats]:
-    reply = yield from script(ctx, 'rfq/stats-4', topic.four, [])
+    reply = yield from script(ctx, 'rfq/stats-5', topic.five, [])
     try:
-        now_ms, backlog, nextlog, leased, expired, oldest_backlog, oldest_nextlog = reply
+        now_ms, backlog, nextlog, leased, expired, oldest_backlog, oldest_nextlog, delayed = reply
         stamps = [published_at(i) for i in (oldest_backlog, oldest_nextlog) if isinstance(i, str)]
         times = [s.timestamp() for s in stamps if s is not None]
         # ids are stamped by the producer's clock, now by Redis: never report a negative age
         age = max(0.0, int(now_ms) / 1000 - min(times)) if times else None
-        return TopicStats(topic.name, int(backlog), int(nextlog), int(leased), int(expired), age)
+        return TopicStats(topic.name, int(backlog), int(nextlog), int(leased), int(expired), age, int(delayed))
     except (TypeError, ValueError):
-        raise reply_error(ctx, 'rfq/stats-4', reply) from None
+        raise reply_error(ctx, 'rfq/stats-5', reply) from None
 
 
 def purge(ctx: Settings, topic: TopicKeys, queue: str) -> Plan[int]:

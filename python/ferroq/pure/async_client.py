@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast, final
@@ -17,7 +18,7 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from ferroq.exceptions import ConnectionFailed
+from ferroq.exceptions import ConnectionFailed, FerroqError
 from ferroq.pure import _ops, _rsmq
 from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
@@ -51,6 +52,7 @@ class AsyncClient:
             client_name=client_name,
         )
         self._closed = False
+        self._policy_checked = False
         self._open()
 
     def _open(self) -> None:
@@ -77,10 +79,12 @@ class AsyncClient:
 
     # --- I/O: run a plan ---
 
-    async def _run(self, plan: _ops.Plan[T]) -> T:
+    async def _run(self, plan: _ops.Plan[T], check: bool = True) -> T:
         subscription: list[Any] = []  # the PubSub of a Subscribe request, closed when the plan ends
         try:
-            request = next(plan)
+            request = next(plan)  # the plan validates its arguments before its first request
+            if check and not self._policy_checked:
+                await self._check_policy()
             while True:
                 request = plan.send(await self._execute(request, subscription))
         except StopIteration as stop:
@@ -88,6 +92,18 @@ class AsyncClient:
         finally:
             for pubsub in subscription:
                 await pubsub.aclose()
+
+    async def _check_policy(self) -> None:
+        """Warn once when the server may evict queue keys (see :func:`ferroq.pure._ops.server_policy`)."""
+        self._policy_checked = True  # before the round trip: concurrent calls do not check (and warn) twice
+        try:
+            policy = await self._run(_ops.server_policy(self._ctx), check=False)
+        except FerroqError:
+            self._policy_checked = False  # no answer (not connected yet?): the next call checks again
+            return
+        message = _ops.eviction_warning(self._ctx.shown_url, policy) if policy else None
+        if message:
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
 
     async def _execute(self, request: _ops.Request, subscription: list[Any]) -> Any:
         """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
@@ -165,9 +181,14 @@ class AsyncClient:
         return await self._run(_rsmq.queues(self._ctx, ns))
 
     async def claim(
-        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
     ) -> list[Message]:
-        return await self._run(_ops.claim_many(self._ctx, topics, count, block, lease))
+        return await self._run(_ops.claim_many(self._ctx, topics, count, block, lease, owner))
 
     async def commit(self, messages: Iterable[Message]) -> list[str]:
         return await self._run(_ops.commit_many(self._ctx, messages))
@@ -175,8 +196,8 @@ class AsyncClient:
     async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
         return await self._run(_ops.extend_many(self._ctx, messages, lease))
 
-    async def release(self, messages: Iterable[Message]) -> list[str]:
-        return await self._run(_ops.release_many(self._ctx, messages))
+    async def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]:
+        return await self._run(_ops.release_many(self._ctx, messages, delay))
 
     async def ping(self) -> bool:
         return await self._run(_ops.ping(self._ctx))
@@ -221,8 +242,10 @@ class AsyncTopic:
     async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]:
         return await self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
 
-    async def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
-        return await self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease))
+    async def claim(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> list[Message]:
+        return await self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease, owner))
 
     async def commit(self, messages: Iterable[Message | str]) -> list[str]:
         return await self._client._run(_ops.commit(self._ctx, self._keys, messages))
@@ -230,8 +253,14 @@ class AsyncTopic:
     async def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]:
         return await self._client._run(_ops.extend(self._ctx, self._keys, messages, lease))
 
-    async def release(self, messages: Iterable[Message | str]) -> list[str]:
-        return await self._client._run(_ops.release(self._ctx, self._keys, messages))
+    async def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> list[str]:
+        return await self._client._run(_ops.release(self._ctx, self._keys, messages, delay))
+
+    async def dead_letter(self, messages: Iterable[Message | str], error: str = '', to: str | None = None) -> list[str]:
+        return await self._client._run(_ops.dead_letter(self._ctx, self._keys, messages, error, to))
+
+    async def resume(self, owner: str, lease: float = 30.0) -> list[Message]:
+        return await self._client._run(_ops.resume(self._ctx, self._keys, owner, lease))
 
     async def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
         return await self._client._run(_ops.harvest(self._ctx, self._keys, all, lease))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast, final
@@ -25,7 +26,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ferroq.exceptions import ConnectionFailed
+from ferroq.exceptions import ConnectionFailed, FerroqError
 from ferroq.pure import _ops, _rsmq
 from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
 
@@ -64,6 +65,7 @@ class Client:
             client_name=client_name,
         )
         self._closed = False
+        self._policy_checked = False
         self._open()
 
     def _open(self) -> None:
@@ -89,10 +91,12 @@ class Client:
 
     # --- I/O: run a plan ---
 
-    def _run(self, plan: _ops.Plan[T]) -> T:
+    def _run(self, plan: _ops.Plan[T], check: bool = True) -> T:
         subscription: list[Any] = []  # the PubSub of a Subscribe request, closed when the plan ends
         try:
-            request = next(plan)
+            request = next(plan)  # the plan validates its arguments before its first request
+            if check and not self._policy_checked:
+                self._check_policy()
             while True:
                 request = plan.send(self._execute(request, subscription))
         except StopIteration as stop:
@@ -100,6 +104,18 @@ class Client:
         finally:
             for pubsub in subscription:
                 pubsub.close()
+
+    def _check_policy(self) -> None:
+        """Warn once when the server may evict queue keys (see :func:`ferroq.pure._ops.server_policy`)."""
+        self._policy_checked = True  # before the round trip: concurrent calls do not check (and warn) twice
+        try:
+            policy = self._run(_ops.server_policy(self._ctx), check=False)
+        except FerroqError:
+            self._policy_checked = False  # no answer (not connected yet?): the next call checks again
+            return
+        message = _ops.eviction_warning(self._ctx.shown_url, policy) if policy else None
+        if message:
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
 
     def _execute(self, request: _ops.Request, subscription: list[Any]) -> Any:
         """The reply to one request, or the redis-py exception it raised (the plan decides what to do)."""
@@ -172,10 +188,15 @@ class Client:
         return self._run(_rsmq.queues(self._ctx, ns))
 
     def claim(
-        self, topics: Sequence[str], count: int = 1, block: float | None = None, lease: float = 30.0
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
     ) -> list[Message]:
         """Claim up to ``count`` messages across topics in priority order (the first topic first)."""
-        return self._run(_ops.claim_many(self._ctx, topics, count, block, lease))
+        return self._run(_ops.claim_many(self._ctx, topics, count, block, lease, owner))
 
     def commit(self, messages: Iterable[Message]) -> list[str]:
         """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
@@ -185,9 +206,9 @@ class Client:
         """Renew leases of messages of any topics; returns the ids renewed."""
         return self._run(_ops.extend_many(self._ctx, messages, lease))
 
-    def release(self, messages: Iterable[Message]) -> list[str]:
-        """Give messages of any topics back to their backlogs now; returns the ids released."""
-        return self._run(_ops.release_many(self._ctx, messages))
+    def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]:
+        """Give messages of any topics back to their backlogs, now or after ``delay`` seconds; returns the ids released."""
+        return self._run(_ops.release_many(self._ctx, messages, delay))
 
     def ping(self) -> bool:
         """Round trip to Redis; True when it answers."""
@@ -235,9 +256,11 @@ class Topic:
         """Publish many messages (validated first, written in atomic chunks); returns their ids in input order."""
         return self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
 
-    def claim(self, count: int = 1, block: float | None = None, lease: float = 30.0) -> list[Message]:
+    def claim(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> list[Message]:
         """Claim up to ``count`` messages, oldest first, each leased for ``lease`` seconds."""
-        return self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease))
+        return self._client._run(_ops.claim(self._ctx, self._keys, count, block, lease, owner))
 
     def commit(self, messages: Iterable[Message | str]) -> list[str]:
         """Delete processed messages; returns the ids actually committed (a Message is fenced, a bare id not)."""
@@ -247,9 +270,19 @@ class Topic:
         """Renew leases to ``lease`` seconds from now; returns the ids renewed."""
         return self._client._run(_ops.extend(self._ctx, self._keys, messages, lease))
 
-    def release(self, messages: Iterable[Message | str]) -> list[str]:
-        """Give claimed messages back to the front of the backlog now; returns the ids released."""
-        return self._client._run(_ops.release(self._ctx, self._keys, messages))
+    def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> list[str]:
+        """Give claimed messages back to the front of the backlog, now or after ``delay`` seconds; returns the ids
+        released."""
+        return self._client._run(_ops.release(self._ctx, self._keys, messages, delay))
+
+    def dead_letter(self, messages: Iterable[Message | str], error: str = '', to: str | None = None) -> list[str]:
+        """Move held messages, atomically and fenced, to the backlog of ``to`` (default ``<topic>.dead``),
+        recording ``error``; returns the ids moved."""
+        return self._client._run(_ops.dead_letter(self._ctx, self._keys, messages, error, to))
+
+    def resume(self, owner: str, lease: float = 30.0) -> list[Message]:
+        """Claim again, with new tokens and leases, the messages that worker ``owner`` still holds."""
+        return self._client._run(_ops.resume(self._ctx, self._keys, owner, lease))
 
     def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]:
         """Requeue claims whose lease expired (``all=True``: every claim, rfq's blind harvest); returns their ids."""

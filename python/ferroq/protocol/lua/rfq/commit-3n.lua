@@ -14,7 +14,8 @@ and its delivery count still equals the token: after the lease expired and the m
 or claimed again, the old holder's commit is refused and the new claim is untouched.
 An empty token commits without fencing (a bare id): whatever holds the id, ferroq or a plain rfq
 consumer. LREM counts from the tail, where the oldest claims sit, so it stops early; the backlog is
-never scanned. An id listed twice is committed once.
+never scanned. Every side entry of a committed id goes: its lease and its deliveries-HASH fields
+(count, claim time, owner, last error). An id listed twice is committed once.
 
 Speed: messages go in rounds of up to 1000: one ZMSCORE and one HMGET read the round's leases and
 tokens, one DEL, ZREM and HDEL clear what the committed ones leave; per message only LREM remains.
@@ -32,21 +33,11 @@ for first = 4, #KEYS, 1000 do
   local held = redis.call('HMGET', deliveries, unpack(ids))
   local bodies, fields, committed = {}, {}, {}
   for j, id in ipairs(ids) do
-    local ok
-    if done[id] then
-      ok = false
-    elseif tokens[j] == '' then
-      ok = redis.call('LREM', nextlog, -1, id) > 0 or leased[j]
-    else
-      ok = leased[j] and held[j] == tokens[j]
-      if ok then
-        redis.call('LREM', nextlog, -1, id)
-      end
-    end
-    if ok then
+    if not done[id] and take_claim(nextlog, id, tokens[j], leased[j], held[j]) then
       done[id] = true
       bodies[#bodies + 1] = KEYS[first + j - 1]
-      fields[#fields + 1], fields[#fields + 2] = id, id .. ':at'
+      local f = #fields
+      fields[f + 1], fields[f + 2], fields[f + 3], fields[f + 4] = id, id .. ':at', id .. ':owner', id .. ':error'
       committed[#committed + 1] = id
       out[#out + 1] = id
     end
@@ -54,7 +45,7 @@ for first = 4, #KEYS, 1000 do
   if #committed > 0 then
     redis.call('DEL', unpack(bodies))
     redis.call('ZREM', leases, unpack(committed))
-    redis.call('HDEL', deliveries, unpack(fields))
+    call_in_slices('HDEL', deliveries, fields, 1, #fields)
   end
 end
 return out

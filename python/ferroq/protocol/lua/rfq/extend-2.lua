@@ -9,6 +9,9 @@ Input:
 Output: the ids whose lease was renewed, in input order.
 ]]
 local leases, deliveries = KEYS[1], KEYS[2]
+-- Redis refuses a script at maxmemory (noeviction) only at its first write, and only when that write
+-- may grow memory: start with one that cannot, so a full topic still drains (publish stays refused).
+redis.call('ZREM', leases, '')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[1])

@@ -9,18 +9,20 @@ Input:
   ARGV[2]   count
   ARGV[3]   rfq:<topic>:message: (the message key prefix)
 
-Output: { now_ms, { {id, deliveries|false, claimed_at_ms|false, lease_deadline_ms|false, {f1, v1, ...}}, ... } }
-A message whose hash is missing has an empty field list.
+Output: { now_ms, { {id, deliveries|false, claimed_at_ms|false, lease_deadline_ms|false, {f1, v1, ...},
+                     owner|false, last_error|false}, ... } }
+A message whose hash is missing has an empty field list. owner is the processing list that holds the
+claim; last_error is set on messages that were dead-lettered into this topic.
 ]]
 local list, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local start, count = tonumber(ARGV[1]), tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ids = redis.call('LRANGE', list, -(start + count), -(start + 1))
 local out = {}
 for i = #ids, 1, -1 do
   local id = ids[i]
-  local info = redis.call('HMGET', deliveries, id, id .. ':at')
-  out[#out + 1] = { id, info[1], info[2], redis.call('ZSCORE', leases, id), redis.call('HGETALL', ARGV[3] .. id) }
+  local info = redis.call('HMGET', deliveries, id, id .. ':at', id .. ':owner', id .. ':error')
+  local deadline = redis.call('ZSCORE', leases, id)
+  out[#out + 1] = { id, info[1], info[2], deadline, redis.call('HGETALL', ARGV[3] .. id), info[3], info[4] }
 end
 return { now, out }

@@ -19,7 +19,7 @@ for _ = 1, tonumber(ARGV[2]) do
   end
   redis.call('DEL', ARGV[1] .. id)
   redis.call('ZREM', leases, id)
-  redis.call('HDEL', deliveries, id, id .. ':at')
+  forget(deliveries, id)
   n = n + 1
 end
 return n

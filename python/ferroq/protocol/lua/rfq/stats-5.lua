@@ -5,14 +5,14 @@ Input:
   KEYS[2]   rfq:<topic>:nextlog
   KEYS[3]   rfq:<topic>:leases
   KEYS[4]   rfq:<topic>:deliveries (unused; declared so every side key of the topic is named)
+  KEYS[5]   rfq:<topic>:delayed
 
 Output: { now_ms, backlog length, nextlog length, leases, expired leases,
-          oldest backlog id|false, oldest nextlog id|false }
+          oldest backlog id|false, oldest nextlog id|false, delayed messages }
 The callers derive the oldest message's age from the publish time inside those ids.
 ]]
-local backlog, nextlog, leases = KEYS[1], KEYS[2], KEYS[3]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local backlog, nextlog, leases, delayed = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+local now = now_ms()
 return {
   now,
   redis.call('LLEN', backlog),
@@ -21,4 +21,5 @@ return {
   redis.call('ZCOUNT', leases, '-inf', now),
   redis.call('LINDEX', backlog, -1),
   redis.call('LINDEX', nextlog, -1),
+  redis.call('ZCARD', delayed),
 }

@@ -1,0 +1,613 @@
+"""Workers: run a handler for every message of one or more rfq topics, the way production consumers need it.
+
+>>> import ferroq
+>>> def handle(msg: ferroq.Message) -> None:
+...     print(msg.fields)                                  # raise to fail: the message is retried later
+>>> ferroq.Worker(ferroq.Client(), ['urgent', 'jobs'], handle, concurrency=8).run()  # doctest: +SKIP
+
+What a worker does:
+
+- claims in batches (``prefetch`` messages held at most), topics in priority order (the first first);
+- runs the handler once per message, ``concurrency`` at a time: on threads for a plain function, as
+  asyncio tasks for an ``async def`` handler;
+- renews the leases of everything it holds every third of ``lease``, so a slow handler keeps its message;
+- commits (fenced) when the handler returns, in batches;
+- when the handler raises: releases the message with a delay of ``retry_delay * retry_backoff **
+  (deliveries - 1)`` seconds (at most ``max_retry_delay``), a delayed requeue kept in Redis, not a sleep here;
+  once it has been delivered ``max_deliveries`` times, moves it atomically to the dead-letter topic
+  (``<topic>.dead`` by default) with the error recorded (``inspect()`` shows it as ``error``);
+- with a ``name``, owns a processing list: its claims are recorded under that name, and at start it
+  resumes the claims a previous run under the same name left unfinished, before taking new work;
+- runs a harvester in the background, which requeues the claims of dead workers once their leases expire
+  (so a retired worker's processing list is taken over);
+- stops gracefully on ``stop()`` or, when run in the main thread, on SIGINT/SIGTERM: it stops claiming,
+  finishes and commits what is running, releases what was prefetched but not started, and returns. A
+  second signal has the default effect (the process ends; its leases expire and the harvester requeues).
+
+:class:`Worker` blocks in :meth:`Worker.run`; :class:`AsyncWorker` is awaited. Both take any client:
+``ferroq.Client``, ``ferroq.AsyncClient``, ``ferroq.pure.Client`` or ``ferroq.pure.AsyncClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import inspect
+import logging
+import math
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ferroq.exceptions import FerroqError, InvalidArgument
+from ferroq.types import Message
+
+__all__ = ['AsyncWorker', 'Handler', 'Worker', 'WorkerStats']
+
+log = logging.getLogger('ferroq.worker')
+
+#: A handler takes one message; it may be a plain function or an ``async def``. Its return value is ignored.
+Handler = Callable[[Message], Union[Awaitable[Any], Any]]
+
+#: The longest error text recorded on a dead-lettered message.
+MAX_ERROR_CHARS = 4096
+#: Most messages one claim may return (the clients' ``count`` limit).
+MAX_PREFETCH = 10_000
+#: Finished messages wait at most this long before their batch is committed.
+COMMIT_LINGER = 0.02
+
+
+@dataclass
+class WorkerStats:
+    """What a worker did, returned by ``run()``.
+
+    Attributes:
+        committed: messages whose handler returned and whose commit was accepted.
+        retried: failures released for a delayed retry.
+        dead: messages moved to a dead-letter topic.
+        lost: messages whose claim was lost before the outcome was recorded (lease expired and taken over);
+            another delivery handles them.
+        released: prefetched messages given back unstarted at shutdown.
+    """
+
+    committed: int = 0
+    retried: int = 0
+    dead: int = 0
+    lost: int = 0
+    released: int = 0
+
+
+def _number(value: object, name: str, low: float, high: float, low_open: bool = False) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if ok:
+        ok = (low < value if low_open else low <= value) and value <= high  # type: ignore[operator]
+    if not ok:
+        bound = f'> {low:g}' if low_open else f'>= {low:g}'
+        raise InvalidArgument(f'{name} must be a number {bound} and <= {high:g}, got {value!r}')
+    return float(value)  # type: ignore[arg-type]
+
+
+def _int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgument(f'{name} must be an int from {low} to {high}, got {value!r}')
+    return value
+
+
+def _client_kind(client: object) -> bool:
+    """True for an asyncio client, False for a synchronous one; InvalidArgument for anything else."""
+    import ferroq
+    import ferroq.pure
+
+    if isinstance(client, (ferroq.AsyncClient, ferroq.pure.AsyncClient)):
+        return True
+    if isinstance(client, (ferroq.Client, ferroq.pure.Client)):
+        return False
+    raise InvalidArgument(
+        'client must be a ferroq.Client, ferroq.AsyncClient, ferroq.pure.Client or ferroq.pure.AsyncClient, '
+        f'got {type(client).__name__}'
+    )
+
+
+def _is_async_handler(handler: Callable[..., Any]) -> bool:
+    call = getattr(handler, '__call__', None)  # noqa: B004 - an object with an async __call__ counts
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+def error_text(exc: BaseException) -> str:
+    """What is recorded for a failure: ``Type: message``, at most MAX_ERROR_CHARS characters."""
+    detail = str(exc)
+    text = f'{type(exc).__name__}: {detail}' if detail else type(exc).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + '...'
+
+
+class _Exhausted(Exception):
+    """A message claimed more than max_deliveries times without an outcome (its workers kept dying)."""
+
+
+def _key(msg: Message) -> tuple[str, str]:
+    return msg.topic, msg.id
+
+
+class _Engine:
+    """The worker loop, on asyncio. Client calls of a synchronous client run on a small thread pool."""
+
+    def __init__(
+        self,
+        client: Any,
+        topics: str | Sequence[str],
+        handler: Handler,
+        *,
+        concurrency: int,
+        prefetch: int | None,
+        lease: float,
+        max_deliveries: int,
+        retry_delay: float,
+        retry_backoff: float,
+        max_retry_delay: float,
+        dead_letter: str | None,
+        name: str | None,
+        poll: float,
+        harvest_interval: float | None,
+        burst: bool,
+        handle_signals: bool,
+    ) -> None:
+        # Every setting is checked here, before anything talks to Redis.
+        self._async_client = _client_kind(client)
+        names = [topics] if isinstance(topics, str) else topics
+        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(t, str) for t in names):
+            raise InvalidArgument(f'topics must be a topic name or a non-empty list of them, got {topics!r}')
+        if len(set(names)) != len(names):
+            raise InvalidArgument(f'topics must not repeat a name, got {list(names)!r}')
+        if not callable(handler):
+            raise InvalidArgument(f'handler must be callable, got {type(handler).__name__}')
+        self.concurrency = _int(concurrency, 'concurrency', 1, 10_000)
+        default_prefetch = min(max(2 * self.concurrency, 10), MAX_PREFETCH)
+        self.prefetch = _int(default_prefetch if prefetch is None else prefetch, 'prefetch', 1, MAX_PREFETCH)
+        if self.prefetch < self.concurrency:
+            raise InvalidArgument(f'prefetch ({self.prefetch}) must be at least concurrency ({self.concurrency})')
+        self.lease = _number(lease, 'lease', 0.001, 604_800)
+        self.max_deliveries = _int(max_deliveries, 'max_deliveries', 1, 1_000_000)
+        self.retry_delay = _number(retry_delay, 'retry_delay', 0, 604_800)
+        self.retry_backoff = _number(retry_backoff, 'retry_backoff', 1, 1000)
+        self.max_retry_delay = _number(max_retry_delay, 'max_retry_delay', 0, 604_800)
+        self.poll = _number(poll, 'poll', 0, 604_800, low_open=True)
+        self.harvest_interval = (
+            None if harvest_interval is None else _number(harvest_interval, 'harvest_interval', 0, 604_800, True)
+        )
+        if not isinstance(burst, bool) or not isinstance(handle_signals, bool):
+            raise InvalidArgument('burst and handle_signals must be bools')
+        if name is not None and (not isinstance(name, str) or not name or len(name) > 128 or name.split() != [name]):
+            raise InvalidArgument(
+                f'name must be a non-empty str of at most 128 characters without whitespace, got {name!r}'
+            )
+        self.name = name
+        self.burst = burst
+        self.handle_signals = handle_signals
+        self.client = client
+        self.handler = handler
+        self._async_handler = _is_async_handler(handler)
+        self.topics = {t: client.topic(t) for t in names}  # InvalidName for a bad name
+        self.dead_topics = {}
+        for t in names:
+            dead = dead_letter if dead_letter is not None else f'{t}.dead'
+            client.topic(dead)  # InvalidName for a bad (or too long) dead-letter topic name
+            if dead in self.topics:
+                raise InvalidArgument(f'the dead-letter topic {dead!r} is also a topic this worker consumes')
+            self.dead_topics[t] = dead
+        self.stats = WorkerStats()
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._done_event: asyncio.Event | None = None
+
+    # --- state -------------------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._ready: collections.deque[Message] = collections.deque()  # claimed, not started
+        self._running: dict[asyncio.Future[Any], Message] = {}
+        self._done: list[tuple[Message, BaseException | None]] = []  # finished, outcome not yet recorded
+        self._first_done = 0.0
+        self._io = None if self._async_client else ThreadPoolExecutor(4, thread_name_prefix='ferroq-worker-io')
+        self._threads = (
+            None
+            if self._async_handler
+            else ThreadPoolExecutor(self.concurrency, thread_name_prefix='ferroq-worker-handler')
+        )
+
+    def _held(self) -> list[Message]:
+        return [*self._ready, *self._running.values(), *(m for m, _ in self._done)]
+
+    def stop(self) -> None:
+        """Stop claiming and shut down gracefully; safe from any thread and from signal handlers."""
+        self._stopping = True
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the loop closed meanwhile: nothing to wake
+                pass
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._async_client:
+            return await fn(*args, **kwargs)
+        assert self._loop is not None
+        return await self._loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+
+    # --- running handlers --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Start handlers for ready messages, up to ``concurrency`` at a time."""
+        loop = self._loop
+        assert loop is not None
+        while self._ready and len(self._running) < self.concurrency and not self._stopping:
+            msg = self._ready.popleft()
+            if self._async_handler:
+                fut: asyncio.Future[Any] = loop.create_task(_awaited(self.handler(msg)))
+            else:
+                fut = loop.run_in_executor(self._threads, self._call_sync, msg)
+            self._running[fut] = msg
+            fut.add_done_callback(self._finished)
+
+    def _call_sync(self, msg: Message) -> Any:
+        result = self.handler(msg)
+        if inspect.isawaitable(result):  # a plain function that returned a coroutine: run it to the end
+            return asyncio.run(_awaited(result))
+        return result
+
+    def _finished(self, fut: asyncio.Future[Any]) -> None:
+        msg = self._running.pop(fut)
+        exc: BaseException | None
+        exc = asyncio.CancelledError('handler cancelled') if fut.cancelled() else fut.exception()
+        if not self._done:
+            self._first_done = time.monotonic()
+        self._done.append((msg, exc))
+        self._start()
+        assert self._wake is not None
+        self._wake.set()
+
+    # --- recording outcomes ------------------------------------------------------------------------
+
+    def backoff(self, deliveries: int) -> float:
+        """Seconds before a retry of a message whose ``deliveries``-th delivery failed."""
+        exponent = min(max(deliveries - 1, 0), 1000)
+        try:
+            delay = self.retry_delay * self.retry_backoff**exponent
+        except OverflowError:
+            delay = math.inf
+        return min(delay, self.max_retry_delay)
+
+    async def _flush(self) -> None:
+        """Commit what succeeded, release failures for a retry, dead-letter exhausted ones."""
+        done, self._done = self._done, []
+        if not done:
+            return
+        ok = [m for m, exc in done if exc is None]
+        if ok:
+            committed = await self._call(self.client.commit, ok)
+            self.stats.committed += len(committed)
+            if len(committed) < len(ok):
+                self.stats.lost += len(ok) - len(committed)
+                log.warning('%d of %d commits were refused: their claims were lost', len(ok) - len(committed), len(ok))
+        retries: dict[float, list[Message]] = {}
+        for msg, exc in done:
+            if exc is None:
+                continue
+            if isinstance(exc, _Exhausted) or msg.deliveries >= self.max_deliveries:
+                await self._dead_letter(msg, exc)
+                continue
+            delay = self.backoff(msg.deliveries)
+            log.warning(
+                'message %s of %r failed (delivery %d of %d), retry in %.3g s: %s',
+                msg.id, msg.topic, msg.deliveries, self.max_deliveries, delay, error_text(exc),
+            )  # fmt: skip
+            retries.setdefault(delay, []).append(msg)
+        for delay, msgs in retries.items():
+            released = await self._call(self.client.release, msgs, delay=delay)
+            self.stats.retried += len(released)
+            self.stats.lost += len(msgs) - len(released)
+
+    async def _dead_letter(self, msg: Message, exc: BaseException) -> None:
+        text = error_text(exc)
+        dead = self.dead_topics[msg.topic]
+        moved = await self._call(self.topics[msg.topic].dead_letter, [msg], error=text, to=dead)
+        if moved:
+            self.stats.dead += 1
+            log.error(
+                'message %s of %r moved to %r after %d deliveries: %s', msg.id, msg.topic, dead, msg.deliveries, text
+            )
+        else:
+            self.stats.lost += 1
+
+    # --- claiming ----------------------------------------------------------------------------------
+
+    async def _claim(self, count: int, block: float | None) -> int:
+        got: list[Message] = await self._call(
+            self.client.claim, list(self.topics), count=count, block=block, lease=self.lease, owner=self.name
+        )
+        self._accept(got)
+        return len(got)
+
+    def _accept(self, msgs: list[Message]) -> None:
+        for msg in msgs:
+            if msg.deliveries > self.max_deliveries:
+                # Claimed again and again without an outcome (its workers died): do not run it once more.
+                if not self._done:
+                    self._first_done = time.monotonic()
+                error = _Exhausted(
+                    f'no outcome after {msg.deliveries - 1} deliveries (max_deliveries={self.max_deliveries})'
+                )
+                self._done.append((msg, error))
+            else:
+                self._ready.append(msg)
+
+    async def _drained(self) -> bool:
+        """Burst mode: nothing waiting, claimed (by anyone) or delayed on any topic, and nothing held here."""
+        if self._ready or self._running or self._done:
+            return False
+        for topic in self.topics.values():
+            s = await self._call(topic.stats)
+            if s.backlog or s.nextlog or s.delayed:
+                return False
+        return True
+
+    # --- background tasks --------------------------------------------------------------------------
+
+    async def _renew_loop(self) -> None:
+        """Every third of the lease, extend every held message; a claim found lost is not started."""
+        while not await self._quiet(self.lease / 3):
+            held = self._held()
+            if not held:
+                continue
+            try:
+                renewed = set(await self._call(self.client.extend, held, lease=self.lease))
+            except FerroqError as exc:
+                log.warning('renewing %d leases failed: %s', len(held), exc)
+                continue
+            # Messages committed or released meanwhile are not held any more: only the rest are lost.
+            current = {_key(m) for m in self._held()}
+            lost = {_key(m) for m in held if m.id not in renewed} & current
+            if lost:
+                before = len(self._ready)
+                self._ready = collections.deque(m for m in self._ready if _key(m) not in lost)
+                self.stats.lost += before - len(self._ready)
+                log.warning('%d leases could not be renewed: their claims were lost', len(lost))
+
+    async def _harvest_loop(self) -> None:
+        assert self.harvest_interval is not None
+        while True:
+            for name, topic in self.topics.items():
+                try:
+                    requeued = await self._call(topic.harvest, lease=self.lease)
+                except FerroqError as exc:
+                    log.warning('harvest of %r failed: %s', name, exc)
+                    continue
+                if requeued:
+                    log.info('harvest requeued %d expired claims of %r', len(requeued), name)
+            if await self._quiet(self.harvest_interval):
+                return
+
+    async def _quiet(self, seconds: float) -> bool:
+        """Sleep ``seconds``; True (at once) when the background tasks must end."""
+        assert self._done_event is not None
+        try:
+            await asyncio.wait_for(self._done_event.wait(), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    # --- the loop ----------------------------------------------------------------------------------
+
+    def _install_signals(self) -> None:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return
+        assert self._loop is not None
+        installed: list[int] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # no signal support on this loop
+                continue
+            installed.append(sig)
+        self._signals = installed
+
+    def _remove_signals(self) -> None:
+        assert self._loop is not None
+        for sig in getattr(self, '_signals', []):
+            self._loop.remove_signal_handler(sig)
+        self._signals = []
+
+    def _on_signal(self, sig: int) -> None:
+        log.info('%s: finishing in-flight messages, then stopping (again to stop at once)', signal.Signals(sig).name)
+        self._remove_signals()  # a second signal has its default effect
+        self.stop()
+
+    async def run(self) -> WorkerStats:
+        if self._loop is not None:
+            raise InvalidArgument('a worker runs once; make a new one')
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        # Set when the background tasks must end. They finish their current call rather than being
+        # cancelled in the middle of it, so no request is left in flight when the worker returns.
+        self._done_event = asyncio.Event()
+        self._reset()
+        self._install_signals()
+        log.info(
+            'worker %s started on %s: topics %s, concurrency %d, prefetch %d',
+            self.name or '(unnamed)', self.client.url, list(self.topics), self.concurrency, self.prefetch,
+        )  # fmt: skip
+        background: list[asyncio.Task[None]] = []
+        try:
+            if self.name is not None:
+                for topic in self.topics.values():
+                    resumed = await self._call(topic.resume, self.name, lease=self.lease)
+                    if resumed:
+                        log.info('resumed %d unfinished claims of %r', len(resumed), topic.name)
+                    self._accept(resumed)
+            background.append(self._loop.create_task(self._renew_loop()))
+            if self.harvest_interval is not None:
+                background.append(self._loop.create_task(self._harvest_loop()))
+            await self._main()
+            await self._shutdown()
+        finally:
+            self._done_event.set()
+            await asyncio.gather(*background, return_exceptions=True)
+            self._remove_signals()
+            for pool in (self._io, self._threads):
+                if pool is not None:
+                    pool.shutdown(wait=False)
+        log.info('worker %s stopped: %s', self.name or '(unnamed)', self.stats)
+        return self.stats
+
+    async def _main(self) -> None:
+        assert self._wake is not None
+        low_water = self.prefetch // 2
+        while not self._stopping:
+            self._start()
+            if self._done and (
+                len(self._done) >= max(1, low_water)
+                or not self._running
+                or time.monotonic() - self._first_done >= COMMIT_LINGER
+            ):
+                await self._flush()
+                continue
+            held = len(self._ready) + len(self._running) + len(self._done)
+            if held <= low_water:
+                idle = held == 0
+                got = await self._claim(self.prefetch - held, self.poll if idle else None)
+                if got or self._stopping:
+                    continue
+                if idle:
+                    if self.burst and await self._drained():
+                        return
+                    continue
+            self._wake.clear()
+            timeout = COMMIT_LINGER if self._done else self.poll
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _shutdown(self) -> None:
+        """Release what was not started, let running handlers finish, record every outcome."""
+        assert self._wake is not None
+        unstarted = list(self._ready)
+        self._ready.clear()
+        if unstarted:
+            released = await self._call(self.client.release, unstarted)
+            self.stats.released += len(released)
+            log.info('released %d prefetched messages', len(released))
+        while self._running:
+            self._wake.clear()
+            await self._wake.wait()
+        await self._flush()
+
+
+async def _awaited(awaitable: Awaitable[Any] | Any) -> Any:
+    return await awaitable
+
+
+_DOC_ARGS = """
+    Args:
+        client: a ``ferroq.Client``, ``ferroq.AsyncClient``, ``ferroq.pure.Client`` or ``ferroq.pure.AsyncClient``.
+        topics: a topic name, or several in priority order (the first is drained first).
+        handler: called with each :class:`~ferroq.Message`; a plain function runs on a thread, an
+            ``async def`` as a task. Returning commits the message; raising retries it.
+        concurrency: handlers running at once.
+        prefetch: messages held at most (claimed ahead of the handlers); default ``max(2 * concurrency, 10)``.
+        lease: seconds each claim is leased for; renewed every ``lease / 3`` while held.
+        max_deliveries: deliveries before a failing message goes to the dead-letter topic.
+        retry_delay, retry_backoff, max_retry_delay: a failed delivery ``d`` is retried after
+            ``min(retry_delay * retry_backoff ** (d - 1), max_retry_delay)`` seconds.
+        dead_letter: the dead-letter topic of every topic; default ``<topic>.dead``.
+        name: the worker's name: it owns a processing list under it and resumes it at start.
+        poll: seconds an idle worker waits in one claim before looking again (also bounds how late a
+            due retry is picked up when nothing else arrives).
+        harvest_interval: seconds between background harvests of the topics; None: no harvester.
+        burst: return once nothing is left: backlogs, nextlogs and delayed retries all empty.
+        handle_signals: stop gracefully on SIGINT/SIGTERM when run in the main thread.
+
+    Raises:
+        InvalidArgument: a bad setting (InvalidName for a bad topic name), before anything is sent.
+"""
+
+
+class _WorkerBase:
+    def __init__(
+        self,
+        client: Any,
+        topics: str | Sequence[str],
+        handler: Handler,
+        *,
+        concurrency: int = 1,
+        prefetch: int | None = None,
+        lease: float = 30.0,
+        max_deliveries: int = 5,
+        retry_delay: float = 1.0,
+        retry_backoff: float = 2.0,
+        max_retry_delay: float = 300.0,
+        dead_letter: str | None = None,
+        name: str | None = None,
+        poll: float = 1.0,
+        harvest_interval: float | None = 10.0,
+        burst: bool = False,
+        handle_signals: bool = True,
+    ) -> None:
+        self._engine = _Engine(
+            client,
+            topics,
+            handler,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            lease=lease,
+            max_deliveries=max_deliveries,
+            retry_delay=retry_delay,
+            retry_backoff=retry_backoff,
+            max_retry_delay=max_retry_delay,
+            dead_letter=dead_letter,
+            name=name,
+            poll=poll,
+            harvest_interval=harvest_interval,
+            burst=burst,
+            handle_signals=handle_signals,
+        )
+
+    @property
+    def stats(self) -> WorkerStats:
+        """Counters so far (also returned by ``run()``)."""
+        return self._engine.stats
+
+    def backoff(self, deliveries: int) -> float:
+        """Seconds before the retry of a message whose ``deliveries``-th delivery failed."""
+        return self._engine.backoff(deliveries)
+
+    def stop(self) -> None:
+        """Stop gracefully: from any thread, a signal handler or a handler."""
+        self._engine.stop()
+
+    def __repr__(self) -> str:
+        e = self._engine
+        return f'{type(self).__name__}(topics={list(e.topics)!r}, name={e.name!r}, url={e.client.url!r})'
+
+
+class Worker(_WorkerBase):
+    __doc__ = 'A blocking worker: ``worker.run()`` returns when it stops.\n' + _DOC_ARGS
+
+    def run(self) -> WorkerStats:
+        """Process messages until ``stop()``, a signal, or (``burst``) nothing is left; returns the counters.
+
+        Runs an asyncio loop in the calling thread (so not from inside a running loop: use AsyncWorker there).
+        """
+        return asyncio.run(self._engine.run())
+
+
+class AsyncWorker(_WorkerBase):
+    __doc__ = 'A worker for asyncio: ``await worker.run()``.\n' + _DOC_ARGS
+
+    async def run(self) -> WorkerStats:
+        """Process messages until ``stop()``, a signal, or (``burst``) nothing is left; returns the counters."""
+        return await self._engine.run()

@@ -1,0 +1,278 @@
+"""The checker: the history of a scenario plus the drained Redis -> counts (Jepsen's total-queue, for leases).
+
+- **published**: keys whose publish_batch returned; **indeterminate**: keys of calls that raised (they
+  may or may not be in Redis); **recovered**: indeterminate keys that came out anyway.
+- **lost**: published keys never completed. A key is completed when a commit reported it, or when its
+  last holder sent a commit whose reply was lost or under-reported (``commit_unknown``) and nobody ever
+  got it again.
+- **unexpected**: deliveries of keys nobody published, with a wrong body, or under another id.
+- **duplicated**: keys delivered more than once. Each earlier delivery must explain the next one
+  (``causes``): its holder was killed (``kill``), paused (``pause``), its commit raised or was refused
+  after its lease ran out (``expired``), or the claim's reply never reached the process (``unrecorded``:
+  the delivery count skipped a number). A redelivery after a reported commit is ``unexplained``.
+- **double_commits**: keys that two commits both reported committed.
+- **premature**: a redelivery that completed before the previous claim's lease could have run out (a
+  live lease was requeued).
+- **double_claims**: two deliveries with the same delivery count (two holders of one token).
+- **leftover**: keys of the topic still in Redis after the drain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _fault_history import Recorder, intact, read
+
+
+@dataclass
+class Delivery:
+    proc: str
+    key: str
+    id: str
+    n: int
+    t0: float
+    t1: float
+    intact: bool
+    #: none | sending | ok | refused | error | killed | killed-sending (killed while its commit was in flight)
+    commit: str = 'none'
+
+
+@dataclass
+class Counts:
+    published: int = 0
+    indeterminate: int = 0
+    recovered: int = 0
+    delivered: int = 0
+    lost: int = 0
+    unexpected: int = 0
+    duplicated: int = 0
+    double_commits: int = 0
+    premature: int = 0
+    unexplained: int = 0
+    double_claims: int = 0
+    commit_unknown: int = 0
+    leftover: int = 0
+    causes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    samples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def line(self, name: str) -> str:
+        causes = ','.join(f'{k}:{v}' for k, v in sorted(self.causes.items())) or '-'
+        return (
+            f'FAULT {name}: published={self.published} indeterminate={self.indeterminate} '
+            f'recovered={self.recovered} delivered={self.delivered} lost={self.lost} '
+            f'unexpected={self.unexpected} duplicated={self.duplicated} double_commits={self.double_commits} '
+            f'premature={self.premature} unexplained={self.unexplained} commit_unknown={self.commit_unknown} '
+            f'leftover={self.leftover} redelivered_by={causes} errors={sum(self.errors.values())}'
+        )
+
+    def note(self, what: str, key: str) -> None:
+        if len(self.samples[what]) < 5:
+            self.samples[what].append(key)
+
+    def assert_targets(self, allowed_causes: set[str]) -> None:
+        """lost = unexpected = double_commits = 0, nothing left, and duplicates only for the allowed causes."""
+        detail = f'{self.line("check")} samples={dict(self.samples)}'
+        assert self.published > 0, detail
+        assert self.lost == 0, detail
+        assert self.unexpected == 0, detail
+        assert self.double_commits == 0, detail
+        assert self.double_claims == 0, detail
+        assert self.premature == 0, detail
+        assert self.unexplained == 0, detail
+        assert self.leftover == 0, detail
+        assert set(self.causes) <= allowed_causes, detail
+
+
+def _paused(pauses: dict[str, list[tuple[float, float]]], proc: str, start: float, end: float) -> bool:
+    return any(a < end and b > start for a, b in pauses.get(proc, []))
+
+
+def _pauses(events: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
+    """The SIGSTOP..SIGCONT intervals of each process, from the test's fault events."""
+    pauses: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    stopped: dict[str, float] = {}
+    for ev in events:
+        if ev['ev'] == 'fault' and ev.get('kind') == 'stop':
+            stopped[ev['target']] = ev['t']
+        elif ev['ev'] == 'fault' and ev.get('kind') == 'cont':
+            pauses[ev['target']].append((stopped.pop(ev['target']), ev['t']))
+    for proc, since in stopped.items():
+        pauses[proc].append((since, float('inf')))
+    return pauses
+
+
+@dataclass
+class _History:
+    outcome: dict[str, str] = field(default_factory=dict)  # key -> 'ok' | 'unknown'
+    published_id: dict[str, str] = field(default_factory=dict)
+    deliveries: dict[str, list[Delivery]] = field(default_factory=lambda: defaultdict(list))
+
+    def publish(self, ev: dict[str, Any]) -> None:
+        ok = 'ids' in ev
+        for i, key in enumerate(ev['keys']):
+            if ok:
+                self.published_id[key] = ev['ids'][i]
+            if self.outcome.get(key) != 'ok':
+                self.outcome[key] = 'ok' if ok else 'unknown'
+
+    def process(self, proc: str, events: list[dict[str, Any]], counts: Counts) -> None:
+        """One process's events, in order: its deliveries and what became of each."""
+        killed = events[0]['ev'] == 'start' and events[-1]['ev'] != 'exit'
+        held: dict[str, Delivery] = {}
+        for ev in events:
+            kind = ev['ev']
+            if 'err' in ev:
+                counts.errors[ev['err'].split(':')[0]] += 1
+                counts.note('errors', f'{proc} {kind}: {ev["err"][:160]}')
+            if kind == 'pub':
+                self.publish(ev)
+            elif kind == 'claim' and 'msgs' in ev:
+                for key, msg_id, n, whole in ev['msgs']:
+                    d = Delivery(proc, key, msg_id, int(n), ev['t0'], ev['t'], bool(whole))
+                    self.deliveries[key].append(d)
+                    held[msg_id] = d
+            elif kind == 'committing':
+                for msg_id in ev['ids']:
+                    if msg_id in held:
+                        held[msg_id].commit = 'sending'
+            elif kind == 'commit':
+                for msg_id in ev['ids']:
+                    d = held.pop(msg_id, None)
+                    if d is not None:
+                        d.commit = 'error' if 'err' in ev else ('ok' if msg_id in ev['done'] else 'refused')
+        for d in held.values():
+            if killed:
+                d.commit = 'killed-sending' if d.commit == 'sending' else 'killed'
+
+
+def check(directory: Path, lease: float, absent: set[str] | None = None, leftover: int = 0) -> Counts:
+    """Count the history in ``directory``; ``absent``: None when the topic was drained empty."""
+    counts = Counts(leftover=leftover)
+    by_proc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for ev in read(directory):
+        by_proc[ev['proc']].append(ev)
+    pauses = _pauses(by_proc.get('test', []))
+    history = _History()
+    for proc, events in by_proc.items():
+        history.process(proc, events, counts)
+    outcome = history.outcome
+    counts.published = sum(1 for v in outcome.values() if v == 'ok')
+    counts.indeterminate = len(outcome) - counts.published
+    for key in outcome.keys() - history.deliveries.keys():
+        if outcome[key] == 'ok':
+            counts.lost += 1
+            counts.note('lost', key)
+    for key, ds in history.deliveries.items():
+        ordered = sorted(ds, key=lambda d: (d.n, d.t1))
+        _check_key(counts, key, ordered, outcome, history.published_id, pauses, lease, absent)
+    return counts
+
+
+def _check_key(
+    counts: Counts,
+    key: str,
+    ds: list[Delivery],
+    outcome: dict[str, str],
+    published_id: dict[str, str],
+    pauses: dict[str, list[tuple[float, float]]],
+    lease: float,
+    absent: set[str] | None,
+) -> None:
+    counts.delivered += len(ds)
+    if key not in outcome or any(not d.intact or d.id != published_id.get(key, d.id) for d in ds):
+        counts.unexpected += 1
+        counts.note('unexpected', key)
+        return
+    if outcome[key] == 'unknown':
+        counts.recovered += 1
+    if len(ds) > 1:
+        counts.duplicated += 1
+    if len({d.n for d in ds}) != len(ds):
+        counts.double_claims += 1
+        counts.note('double_claims', key)
+    if sum(d.commit == 'ok' for d in ds) > 1:
+        counts.double_commits += 1
+        counts.note('double_commits', key)
+    _redeliveries(counts, key, ds, pauses, lease)
+    if not any(d.commit == 'ok' for d in ds):
+        last = ds[-1]
+        gone = absent is None or key in absent
+        if last.commit in ('refused', 'error', 'sending', 'killed-sending') and gone:
+            counts.commit_unknown += 1  # the commit ran, but its reply was lost or under-reported
+        elif outcome[key] == 'ok':
+            counts.lost += 1
+            counts.note('lost', key)
+
+
+def _redeliveries(
+    counts: Counts, key: str, ds: list[Delivery], pauses: dict[str, list[tuple[float, float]]], lease: float
+) -> None:
+    """Why each delivery after the first happened (``causes``), and the redeliveries that must not happen."""
+    if ds[0].n > 1:
+        counts.causes['unrecorded'] += 1
+    for d, nxt in zip(ds, ds[1:]):
+        if nxt.n > d.n + 1:
+            counts.causes['unrecorded'] += 1
+        if nxt.t1 < d.t0 + lease:
+            counts.premature += 1
+            counts.note('premature', key)
+        if d.commit == 'ok':
+            counts.unexplained += 1
+            counts.note('unexplained', key)
+        elif d.commit.startswith('killed'):
+            counts.causes['kill'] += 1
+        elif _paused(pauses, d.proc, d.t0, nxt.t1):
+            counts.causes['pause'] += 1
+        elif d.commit in ('refused', 'error'):
+            counts.causes['expired'] += 1
+        else:
+            counts.unexplained += 1
+            counts.note('unexplained', key)
+
+
+# --- the final drain -----------------------------------------------------------------------------
+
+
+def topic_leftover(r: Any, topic: str) -> int:
+    """Keys of the topic still in Redis: message hashes, list entries and leases."""
+    hashes = sum(1 for _ in r.scan_iter(match=f'rfq:{topic}:message:*', count=1000))
+    return (
+        hashes
+        + int(r.llen(f'rfq:{topic}:backlog'))
+        + int(r.llen(f'rfq:{topic}:nextlog'))
+        + int(r.zcard(f'rfq:{topic}:leases'))
+    )
+
+
+def drain(url: str, r: Any, topic: str, directory: Path, lease: float, timeout: float = 30.0) -> int:
+    """Claim and commit everything left (harvesting leases as they expire); returns what is still left."""
+    from ferroq.pure import Client
+
+    record = Recorder(directory, 'drain')
+    record('start')
+    deadline = time.monotonic() + timeout
+    with Client(url, command_timeout=10.0) as client:
+        t = client.topic(topic)
+        while time.monotonic() < deadline:
+            t.harvest(lease=lease)
+            t0 = time.monotonic()
+            msgs = t.claim(count=1000, lease=60.0)
+            if msgs:
+                record(
+                    'claim', t0=t0, msgs=[[m.fields.get('k', ''), m.id, m.deliveries, intact(m.fields)] for m in msgs]
+                )
+                t0 = time.monotonic()
+                done = t.commit(msgs)
+                record('commit', t0=t0, ids=[m.id for m in msgs], done=list(done))
+                continue
+            if r.llen(f'rfq:{topic}:backlog') + r.llen(f'rfq:{topic}:nextlog') == 0:
+                break
+            time.sleep(0.1)  # claims of dead consumers: wait for their leases to run out
+    record('exit')
+    record.close()
+    return topic_leftover(r, topic)

@@ -1,0 +1,120 @@
+"""Connections killed mid-batch: ``CLIENT KILL`` under load, and the fault proxy around single batches.
+
+What they prove: a publish or commit whose connection breaks before, during or after the server ran it
+is retried once and leaves each message exactly once (publish is insert-if-absent, commit is fenced);
+another client never sees part of a batch; under repeated CLIENT KILL nothing is lost or committed twice.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+import redis
+from _fault_history import body, intact
+from _fault_proxy import KINDS as FAULTS
+
+from _adapters import KINDS, new_client
+from conftest import pending, wait_for
+from ferroq import protocol
+
+LEASE = 1.5
+CONSUMER = {'count': 10, 'lease': LEASE, 'harvest_every': 0.5, 'work': 0.01}
+BATCH = 500
+
+
+@pytest.mark.parametrize('impl', KINDS)
+def test_client_kill_under_load(impl, server, r, procs, report):
+    topic = 'ck'
+    producers, _ = procs.load(impl, server.url, topic, {'batches': 40, 'batch': 25, 'pace': 0.03}, CONSUMER)
+    wait_for('the drivers to connect', lambda: len(r.client_list(_type='normal')) > 4, timeout=20)
+    rng = random.Random(f'client-kill-{impl}')
+    kills = killed = 0
+    deadline = time.monotonic() + 4.0
+    while time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.05, 0.2))
+        procs.record('fault', kind='client-kill')
+        killed += int(r.client_kill_filter(_type='normal', skipme=True))
+        kills += 1
+    counts = procs.settle(r, server.url, topic, producers, LEASE)
+    report(f'client-kill[{impl}]', counts)
+    counts.assert_targets({'unrecorded', 'expired'})
+    assert killed >= kills  # every round cut live connections
+
+
+def _script_sha(name: str) -> bytes:
+    return protocol.script_hashes()[name].encode()
+
+
+class Observer:
+    """Polls LLEN of a list from another connection while a batch is written; keeps every length seen."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.seen: set[int] = set()
+        self._stop = threading.Event()
+        self._conn = redis.Redis(port=port, socket_timeout=5)
+        self._thread = threading.Thread(target=self._poll, args=(key,), daemon=True)
+        self._thread.start()
+
+    def _poll(self, key: str) -> None:
+        for _ in range(1_000_000):
+            if self._stop.is_set():
+                break
+            self.seen.add(int(self._conn.llen(key)))
+
+    def stop(self) -> set[int]:
+        self._stop.set()
+        self._thread.join(10)
+        self._conn.close()
+        return self.seen
+
+
+@pytest.mark.parametrize('fault', FAULTS)
+@pytest.mark.parametrize('impl', KINDS)
+def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_thread, procs, report):
+    """One publish_batch and one commit of BATCH messages, each hit by ``fault`` once."""
+    topic = 'mid'
+    client = new_client(impl, loop_thread, proxy.url, command_timeout=5.0)
+    try:
+        t = client.topic(topic)
+        t.publish({'k': 'warm-up'})  # connects (and loads the script) before the fault is armed
+        [warm] = t.claim()
+        t.commit([warm])
+        keys = [f'b.{i}' for i in range(BATCH)]
+        observer = Observer(server.port, f'rfq:{topic}:backlog')
+        proxy.arm(fault, _script_sha('rfq/publish-1n'))
+        ids = t.publish_batch([body(k) for k in keys])
+        procs.record('pub', keys=keys, ids=ids)
+        seen = observer.stop()
+        assert proxy.pending() == 0, 'the fault was never triggered'
+        assert seen <= {0, BATCH}, f'another client saw part of the batch: {sorted(seen)[:10]}'
+        assert r.llen(f'rfq:{topic}:backlog') == BATCH
+        assert sorted(r.lrange(f'rfq:{topic}:backlog', 0, -1)) == sorted(ids)
+        assert sorted(r.hget(f'rfq:{topic}:message:{i}', 'k') for i in ids) == sorted(keys)
+
+        t0 = time.monotonic()
+        msgs = t.claim(count=BATCH, lease=60.0)
+        procs.record('claim', t0=t0, msgs=[[m.fields['k'], m.id, m.deliveries, intact(m.fields)] for m in msgs])
+        assert len(msgs) == BATCH
+        proxy.arm(fault, _script_sha('rfq/commit-3n'))
+        t0 = time.monotonic()
+        done = t.commit(msgs)
+        procs.record('commit', t0=t0, ids=[m.id for m in msgs], done=list(done))
+        assert proxy.pending() == 0
+        gone = sum(1 for i in ids if not r.exists(f'rfq:{topic}:message:{i}'))
+        assert gone == BATCH, f'{gone} of {BATCH} committed: a partial commit or a lost retry'
+        # A commit whose first reply was lost is retried, and the retry finds nothing left to commit:
+        # the messages are gone either way, but only what the retry committed is reported.
+        assert sorted(done) in (sorted(ids), []), done
+        if fault == 'drop-request':
+            assert sorted(done) == sorted(ids)
+        assert t.claim(count=BATCH) == [] and pending(r, topic) == 0
+        assert r.zcard(f'rfq:{topic}:leases') == 0
+    finally:
+        client.close()
+    counts = procs.drained(r, server.url, topic, 60.0)
+    report(f'mid-batch-{fault}[{impl}]', counts)
+    counts.assert_targets(set())
+    assert counts.duplicated == 0 and counts.published == BATCH
