@@ -280,14 +280,14 @@ fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAn
         .collect()
 }
 
-/// Every message of a batch; BatchError listing each bad one.
-pub fn messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<Fields>> {
+/// Every message of a batch checked by `check`; BatchError listing each bad one.
+fn batch<T>(obj: &Bound<'_, PyAny>, check: impl Fn(&Bound<'_, PyAny>) -> Result<T>) -> Result<Vec<T>> {
     let items = items(obj, "messages")?;
     let total = items.len();
     let mut out = Vec::with_capacity(total);
     let mut errors = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        match fields(item, max_bytes) {
+        match check(item) {
             Ok(f) => out.push(f),
             Err(e) => errors.push((index, e)),
         }
@@ -297,6 +297,11 @@ pub fn messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<Fields>>
     } else {
         Err(validate::batch_error(errors, total))
     }
+}
+
+/// Every message of an rfq batch.
+pub fn messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<Fields>> {
+    batch(obj, |item| fields(item, max_bytes))
 }
 
 pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {
@@ -531,23 +536,9 @@ pub fn rsmq_message(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<String> 
     Ok(s.into_owned())
 }
 
-/// Every message of an RSMQ batch; BatchError listing each bad one.
+/// Every message of an RSMQ batch.
 pub fn rsmq_messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<String>> {
-    let items = items(obj, "messages")?;
-    let total = items.len();
-    let mut out = Vec::with_capacity(total);
-    let mut errors = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        match rsmq_message(item, max_bytes) {
-            Ok(m) => out.push(m),
-            Err(e) => errors.push((index, e)),
-        }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(validate::batch_error(errors, total))
-    }
+    batch(obj, |item| rsmq_message(item, max_bytes))
 }
 
 static RSMQ_MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();

@@ -144,6 +144,17 @@ pub async fn eval_one(pool: &Pool, idempotent: bool, script: Id, cmd: &Cmd) -> R
     .await
 }
 
+/// The arguments of a command as strings, for tests of command layouts.
+#[cfg(test)]
+pub fn packed(cmd: &Cmd) -> Vec<String> {
+    cmd.args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => String::from_utf8(b.to_vec()).unwrap(),
+            _ => "<cursor>".into(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -483,15 +483,7 @@ pub async fn ping(pool: &Pool) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn packed(cmd: &Cmd) -> Vec<String> {
-        cmd.args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => String::from_utf8(b.to_vec()).unwrap(),
-                _ => "<cursor>".into(),
-            })
-            .collect()
-    }
+    use crate::protocol::common::packed;
 
     #[test]
     fn claim_command_layout() {

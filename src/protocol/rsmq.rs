@@ -616,15 +616,7 @@ pub async fn change_visibility(pool: &Pool, q: &Queue, id: &str, vt_ms: u64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn packed(cmd: &Cmd) -> Vec<String> {
-        cmd.args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => String::from_utf8(b.to_vec()).unwrap(),
-                _ => "<cursor>".into(),
-            })
-            .collect()
-    }
+    use crate::protocol::common::packed;
 
     fn b(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
