@@ -50,6 +50,7 @@ fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) ->
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     pool::set_warning_sink(bindings::exceptions::warn);
+    bindings::runtime::register_exit_hook(m)?;
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(new_message_id, m)?)?;

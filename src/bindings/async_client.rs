@@ -108,8 +108,7 @@ pub fn run_async<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, Py
     let target = fut.clone().unbind();
     let handle = runtime::runtime().spawn(async move {
         let result = op.await;
-        // try_attach: while the interpreter shuts down nobody awaits the result, and attaching then aborts.
-        tokio::task::spawn_blocking(move || Python::try_attach(|py| deliver(py, event_loop, target, result)));
+        tokio::task::spawn_blocking(move || runtime::with_python(|py| deliver(py, event_loop, target, result)));
     });
     fut.call_method1(
         "add_done_callback",

@@ -80,7 +80,7 @@ pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
 /// `pool::set_warning_sink`). Runs on a runtime thread, so a warning turned into an error (`-W error`)
 /// cannot reach the caller: it is reported as unraisable instead.
 pub fn warn(message: &str) {
-    Python::attach(|py| {
+    crate::bindings::runtime::with_python(|py| {
         let warned = py.import("warnings").and_then(|w| {
             w.call_method1(
                 "warn",

@@ -150,8 +150,16 @@ class _History:
                 d.commit = 'killed-sending' if d.commit == 'sending' else 'killed'
 
 
-def check(directory: Path, lease: float, absent: set[str] | None = None, leftover: int = 0) -> Counts:
-    """Count the history in ``directory``; ``absent``: None when the topic was drained empty."""
+def check(
+    directory: Path, lease: float, absent: set[str] | None = None, leftover: int = 0, min_hold: float | None = None
+) -> Counts:
+    """Count the history in ``directory``; ``absent``: None when the topic was drained empty.
+
+    ``min_hold``: how long a claim surely stays leased after its recorded start (default ``lease``; less for
+    consumers that record when a handler starts, after the claim: a Worker's renewals keep at least
+    2/3 of the lease ahead of a held message, so ``lease / 2`` leaves room for a late renewal).
+    """
+    hold = lease if min_hold is None else min_hold
     counts = Counts(leftover=leftover)
     by_proc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ev in read(directory):
@@ -169,7 +177,7 @@ def check(directory: Path, lease: float, absent: set[str] | None = None, leftove
             counts.note('lost', key)
     for key, ds in history.deliveries.items():
         ordered = sorted(ds, key=lambda d: (d.n, d.t1))
-        _check_key(counts, key, ordered, outcome, history.published_id, pauses, lease, absent)
+        _check_key(counts, key, ordered, outcome, history.published_id, pauses, hold, absent)
     return counts
 
 

@@ -20,8 +20,9 @@ Output:
                               with them (nothing was written)
   {'dlqmissing', name}        the dead-letter queue does not exist (nothing was written)
 
-Per message, exactly RSMQ's writes: receive: rc = HINCRBY <id>:rc 1; on rc == 1 HSET <id>:fr now_ms;
-ZADD score now_ms + vt_ms; pop: ZREM the id and HDEL <id>, <id>:rc, <id>:fr. totalrecv grows by the
+Per message, the state RSMQ's writes leave: receive: <id>:rc + 1; on rc == 1 <id>:fr = now_ms; score
+now_ms + vt_ms; pop: the id, <id>, <id>:rc, <id>:fr removed. ferroq reads every candidate with one
+HMGET and writes them with one ZADD / ZREM, HSET and HDEL per call, not per message. totalrecv grows by the
 number taken. Dead letter (ferroq): when 'ferroq:maxrecv' is set and a visible message has already been
 received that many times, it is moved instead of taken: ZREM + HDEL here, ZADD score now_ms in the
 dead-letter queue (same id), HSET its body there and HINCRBY totalsent 1 there; it does not count towards
@@ -44,12 +45,23 @@ if maxrecv then
 end
 local count = tonumber(ARGV[1])
 local pop = ARGV[3] == '1'
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms = now_ms()
 local now = string.format('%.0f', now_ms)
 local vt_ms = math.floor(tonumber(q[1]) * 1000 + 0.5)
 if ARGV[2] ~= '' then
   vt_ms = tonumber(ARGV[2])
+end
+-- Redis commands per call, not per message: one HMGET for every candidate, then one ZADD/ZREM, HSET and
+-- HDEL for all (in slices of 999 arguments, below Lua's unpack limit).
+local function hmget_all(key, fields)
+  local vals = {}
+  for i = 1, #fields, 999 do
+    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 998, #fields)))
+    for j = 1, #got do
+      vals[i + j - 1] = got[j]
+    end
+  end
+  return vals
 end
 local out, moved = {}, 0
 -- Taken messages keep their place until the end, so each range query skips them with an offset.
@@ -58,24 +70,35 @@ while #out < count and moved < 1000 do
   if #ids == 0 then
     break
   end
-  for _, id in ipairs(ids) do
-    local f = redis.call('HMGET', KEYS[2], id, id .. ':rc', id .. ':fr')
-    if not f[1] or (maxrecv and tonumber(f[2] or '0') >= maxrecv) then
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('HDEL', KEYS[2], id, id .. ':rc', id .. ':fr')
-      if f[1] then
-        redis.call('ZADD', KEYS[3], now, id)
-        redis.call('HSET', KEYS[4], id, f[1])
-        redis.call('HINCRBY', KEYS[4], 'totalsent', 1)
+  local fields = {}
+  for i, id in ipairs(ids) do
+    fields[3 * i - 2], fields[3 * i - 1], fields[3 * i] = id, id .. ':rc', id .. ':fr'
+  end
+  local vals = hmget_all(KEYS[2], fields)
+  local gone, gone_fields, dead_members, dead_bodies = {}, {}, {}, {}
+  for i, id in ipairs(ids) do
+    local body, rc, fr = vals[3 * i - 2], vals[3 * i - 1], vals[3 * i]
+    if not body or (maxrecv and tonumber(rc or '0') >= maxrecv) then
+      gone[#gone + 1] = id
+      gone_fields[#gone_fields + 1], gone_fields[#gone_fields + 2], gone_fields[#gone_fields + 3] =
+        id, id .. ':rc', id .. ':fr'
+      if body then
+        dead_members[#dead_members + 1], dead_members[#dead_members + 2] = now, id
+        dead_bodies[#dead_bodies + 1], dead_bodies[#dead_bodies + 2] = id, body
       end
       moved = moved + 1
     else
-      local rc = redis.call('HINCRBY', KEYS[2], id .. ':rc', 1)
-      local fr = f[3] or now
-      if rc == 1 then
-        fr = now
-      end
-      out[#out + 1] = { id, f[1], rc, fr }
+      local n = tonumber(rc or '0') + 1
+      out[#out + 1] = { id, body, n, (n == 1 or not fr) and now or fr }
+    end
+  end
+  if #gone > 0 then
+    call_in_slices('ZREM', KEYS[1], gone, 1, #gone)
+    call_in_slices('HDEL', KEYS[2], gone_fields, 1, #gone_fields)
+    if #dead_members > 0 then
+      call_in_slices('ZADD', KEYS[3], dead_members, 1, #dead_members)
+      call_in_slices('HSET', KEYS[4], dead_bodies, 1, #dead_bodies)
+      redis.call('HINCRBY', KEYS[4], 'totalsent', #dead_members / 2)
     end
   end
 end
@@ -84,17 +107,24 @@ if #out == 0 then
   return { 'ok', now_ms, nxt[2] and tonumber(nxt[2]) or -1, out }
 end
 redis.call('HINCRBY', KEYS[2], 'totalrecv', #out)
-local deadline = string.format('%.0f', now_ms + vt_ms)
-for _, m in ipairs(out) do
-  local id = m[1]
-  if pop then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id, id .. ':rc', id .. ':fr')
-  else
-    redis.call('ZADD', KEYS[1], deadline, id)
+local ids, fields, members = {}, {}, {}
+if pop then
+  for i, m in ipairs(out) do
+    ids[i] = m[1]
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = m[1], m[1] .. ':rc', m[1] .. ':fr'
+  end
+  call_in_slices('ZREM', KEYS[1], ids, 1, #ids)
+  call_in_slices('HDEL', KEYS[2], fields, 1, #fields)
+else
+  local deadline = string.format('%.0f', now_ms + vt_ms)
+  for _, m in ipairs(out) do
+    members[#members + 1], members[#members + 2] = deadline, m[1]
+    fields[#fields + 1], fields[#fields + 2] = m[1] .. ':rc', m[3]
     if m[3] == 1 then
-      redis.call('HSET', KEYS[2], id .. ':fr', now)
+      fields[#fields + 1], fields[#fields + 2] = m[1] .. ':fr', now
     end
   end
+  call_in_slices('ZADD', KEYS[1], members, 1, #members)
+  call_in_slices('HSET', KEYS[2], fields, 1, #fields)
 end
 return { 'ok', now_ms, -1, out }
