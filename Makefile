@@ -16,6 +16,7 @@ PY := $(VENV)/bin/python
 RFQ_VENV := .venv-rfq
 SETUP_STAMP := $(VENV)/.ferroq-setup
 RFQ_STAMP := $(RFQ_VENV)/.ferroq-setup
+BENCH_STAMP := $(VENV)/.ferroq-bench
 RFQ_VERSION := 1.4.0
 # PyRSMQ pins no redis-py version, so it shares .venv (and the redis-py there) with the tests.
 PYRSMQ_STAMP := $(VENV)/.ferroq-pyrsmq
@@ -113,9 +114,28 @@ lint: setup build ## ruff, mypy --strict, stubtest, cargo fmt --check, clippy -D
 	cargo fmt --check
 	PYO3_PYTHON=$(abspath $(PY)) cargo clippy -q --all-targets --no-default-features -- -D warnings
 
+# The peers of the benchmark: the `bench` extra (matplotlib for --plot, PyRSMQ) in .venv; rfq is in .venv-rfq.
+$(BENCH_STAMP): pyproject.toml $(SETUP_STAMP)
+	@echo "pip install the bench extra into $(VENV)"
+	@deps=$$($(PY) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["bench"]))'); \
+	$(PY) -m pip install -q $$deps
+	@touch $@
+
+BENCH_JSON ?= bench-results.json
+BENCH_ENV := FERROQ_BENCH_RFQ_PYTHON=$(abspath $(RFQ_VENV))/bin/python
+
 .PHONY: bench
-bench: setup build ## the benchmark against an embedded redis-server (ferroq bench)
-	$(VENV)/bin/ferroq bench $(BENCH_ARGS)
+bench: setup build $(BENCH_STAMP) ## ferroq bench on the embedded redis-server: table, bench-results.json and .png
+	$(BENCH_ENV) $(VENV)/bin/ferroq bench --json $(BENCH_JSON) --plot bench-results.png $(BENCH_ARGS)
+
+.PHONY: bench-readme
+bench-readme: ## README.md performance table from bench-results.json (make bench)
+	$(VENV)/bin/ferroq bench --from-json $(BENCH_JSON) --update-readme README.md >/dev/null
+
+.PHONY: bench-suite
+bench-suite: setup build $(BENCH_STAMP) ## the pytest-benchmark suite in benches/ (not part of make test)
+	cd benches && $(BENCH_ENV) $(abspath $(PY)) -m pytest -p no:cacheprovider -c ../pyproject.toml --rootdir .. \
+		--benchmark-group-by=group --benchmark-columns=min,median,ops,rounds $(PYTEST_ARGS) .
 
 # --- cleaning ----------------------------------------------------------------------------------------
 

@@ -1,0 +1,288 @@
+"""The server's ceiling for each operation: its exact command stream pushed through ``redis-cli --pipe``.
+
+For N messages with ids known in advance, the stream of commands a protocol sends per message is written
+to a file, then timed through ``redis-cli --pipe`` (a C client that writes and reads at once, about 1 µs
+of CPU per message), so redis-server is the limit. Queues are FIFO, so the claim and receive streams can
+be built beforehand too: the producer stream runs first and the consumer stream drains what it wrote.
+``redis-benchmark -P 1 -c 1 -t ping_mbulk`` gives the round-trip rate, the ceiling of one message per call.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ferroq.bench._common import REDIS_ERRORS, Admin, BenchError, Config, Meter, Progress, payload
+from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
+
+__all__ = ['CEILINGS', 'Ceiling', 'measure_ceilings', 'resp', 'tool_target']
+
+ROUND_TRIP = 'round trip'
+
+
+def resp(*args: str | bytes | int) -> bytes:
+    """One command in RESP, as redis-cli --pipe wants it."""
+    parts = [b'*%d\r\n' % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        parts.append(b'$%d\r\n%s\r\n' % (len(b), b))
+    return b''.join(parts)
+
+
+def rfq_publish_stream(topic: str, ids: Sequence[str], body: str) -> bytes:
+    """rfq publish per message: HSET message:<id> payload <body>, LPUSH backlog <id>."""
+    backlog, _, prefix = rfq_keys(topic)
+    return b''.join(resp('HSET', prefix + i, 'payload', body) + resp('LPUSH', backlog, i) for i in ids)
+
+
+def rfq_claim_commit_stream(topic: str, ids: Sequence[str], batch: int = 1000) -> bytes:
+    """rfq claim+commit in batches: LMOVE backlog nextlog RIGHT LEFT, HGETALL per message, then LREM -1 + DEL.
+
+    The ids come out of the backlog in publish order (LPUSH at the head, LMOVE from the tail).
+    """
+    backlog, nextlog, prefix = rfq_keys(topic)
+    out = []
+    for s in range(0, len(ids), batch):
+        chunk = ids[s : s + batch]
+        out += [resp('LMOVE', backlog, nextlog, 'RIGHT', 'LEFT') for _ in chunk]
+        out += [resp('HGETALL', prefix + i) for i in chunk]
+        out += [resp('LREM', nextlog, -1, i) + resp('DEL', prefix + i) for i in chunk]
+    return b''.join(out)
+
+
+def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, sha: str, batch: int = 1000) -> bytes:
+    """ferroq's own publish: one EVALSHA of its publish script per chunk of ``batch`` messages."""
+    backlog, _, prefix = rfq_keys(topic)
+    out = []
+    for s in range(0, len(ids), batch):
+        chunk = ids[s : s + batch]
+        argv = [a for i in chunk for a in (i, '1', 'payload', body)]
+        out.append(resp('EVALSHA', sha, 1 + len(chunk), backlog, *(prefix + i for i in chunk), '0', *argv))
+    return b''.join(out)
+
+
+def ferroq_claim_commit_stream(
+    topic: str, ids: Sequence[str], claim_sha: str, commit_sha: str, batch: int = 1000
+) -> bytes:
+    """ferroq's own claim+commit: EVALSHA claim(count=batch), then EVALSHA commit of those ids with token 1.
+
+    Token 1 is the delivery count of a first claim, so every commit is accepted, as the clients' are.
+    """
+    backlog, nextlog, prefix = rfq_keys(topic)
+    leases, deliveries = f'rfq:{topic}:leases', f'rfq:{topic}:deliveries'
+    out = []
+    for s in range(0, len(ids), batch):
+        chunk = ids[s : s + batch]
+        out.append(resp('EVALSHA', claim_sha, 4, backlog, nextlog, leases, deliveries, len(chunk), 300_000, '', prefix))
+        keys = [prefix + i for i in chunk]
+        tokens = [a for i in chunk for a in (i, '1')]
+        out.append(resp('EVALSHA', commit_sha, 3 + len(chunk), nextlog, leases, deliveries, *keys, *tokens))
+    return b''.join(out)
+
+
+def rsmq_send_stream(qname: str, ids: Sequence[str], body: str, now_ms: int) -> bytes:
+    """RSMQ sendMessage per message: MULTI, ZADD <q> <ts> <id>, HSET <q>:Q <id> <body>, HINCRBY totalsent, EXEC."""
+    zset, q = rsmq_keys(qname)
+    multi, exec_ = resp('MULTI'), resp('EXEC')
+    incr = resp('HINCRBY', q, 'totalsent', 1)
+    return b''.join(multi + resp('ZADD', zset, now_ms, i) + resp('HSET', q, i, body) + incr + exec_ for i in ids)
+
+
+def rsmq_receive_delete_stream(qname: str, ids: Sequence[str], sha: str, now_ms: int) -> bytes:
+    """RSMQ receiveMessage (EVALSHA of its script) then deleteMessage (MULTI ZREM HDEL EXEC) per message."""
+    zset, q = rsmq_keys(qname)
+    receive = resp('EVALSHA', sha, 3, zset, now_ms, now_ms + 30_000)
+    multi, exec_ = resp('MULTI'), resp('EXEC')
+    return b''.join(
+        receive + multi + resp('ZREM', zset, i) + resp('HDEL', q, i, f'{i}:rc', f'{i}:fr') + exec_ for i in ids
+    )
+
+
+def xadd_stream(key: str, n: int, body: str) -> bytes:
+    """Streams publish: XADD with explicit increasing ids."""
+    return b''.join(resp('XADD', key, f'{i + 1}-1', 'payload', body) for i in range(n))
+
+
+def xread_ack_stream(key: str, n: int, batch: int = 1000) -> bytes:
+    """Streams read+ack in batches: XREADGROUP GROUP g c COUNT batch, then XACK of the batch's ids."""
+    out = []
+    for s in range(0, n, batch):
+        k = min(batch, n - s)
+        out.append(resp('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', k, 'STREAMS', key, '>'))
+        out.append(resp('XACK', key, 'g', *(f'{i + 1}-1' for i in range(s, s + k))))
+    return b''.join(out)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A producer stream and the consumer stream that drains it, measured one after the other."""
+
+    family: str
+    produce: str  # the operation names they are the ceiling of
+    consume: str
+    commands: tuple[str, str]  # what each stream sends per message (for the table)
+
+
+CEILINGS = (
+    Ceiling(
+        'rfq', 'rfq publish', 'rfq claim+commit', ('HSET + LPUSH', 'LMOVE, HGETALL, LREM -1, DEL (batches of 1000)')
+    ),
+    # Not a target: what ferroq's own scripts (leases, delivery counts, fencing) cost the server per message.
+    Ceiling(
+        'rfq',
+        'ferroq publish',
+        'ferroq claim+commit',
+        ('EVALSHA publish, 1000 per call', 'EVALSHA claim(1000) + commit(1000)'),
+    ),
+    Ceiling(
+        'rsmq',
+        'rsmq send',
+        'rsmq receive+delete',
+        ('MULTI ZADD HSET HINCRBY EXEC', 'EVALSHA receive + MULTI ZREM HDEL EXEC'),
+    ),
+    Ceiling('stream', 'stream publish', 'stream read+ack', ('XADD', 'XREADGROUP COUNT 1000 + XACK of 1000')),
+)
+
+
+def _url_parts(url: str) -> tuple[list[str], str, str, str]:
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    if parts.scheme == 'unix':
+        conn = ['-s', unquote(parts.path)]
+        db = (query.get('db') or ['0'])[0]
+    elif parts.scheme == 'redis':
+        conn = ['-h', parts.hostname or '127.0.0.1', '-p', str(parts.port or 6379)]
+        db = parts.path.strip('/') or (query.get('db') or ['0'])[0]
+    else:
+        raise BenchError(f'{parts.scheme}:// URLs are not supported by redis-cli --pipe / redis-benchmark here')
+    password = unquote(parts.password or (query.get('password') or [''])[0])
+    return conn, db, password, unquote(parts.username or '')
+
+
+def tool_target(url: str, tool: str) -> list[str]:
+    """Connection options of ``redis-cli`` or ``redis-benchmark`` for a redis:// or unix:// URL."""
+    conn, db, password, user = _url_parts(url)
+    args = list(conn)
+    if password:
+        args += ['-a', password] + (['--user', user] if user else [])
+        if tool == 'redis-cli':
+            args.append('--no-auth-warning')
+    if db and db != '0':
+        args += ['-n' if tool == 'redis-cli' else '--dbnum', db]
+    return args
+
+
+def _pipe(exe: str, target: list[str], stream: bytes, admin: Admin, n: int, timeout: float) -> dict[str, Any]:
+    """Time one stream through redis-cli --pipe; the stream is on disk before the clock starts."""
+    with tempfile.TemporaryFile() as f:
+        f.write(stream)
+        f.flush()
+        f.seek(0)
+        meter = Meter(admin)
+        meter.start()
+        proc = subprocess.run([exe, *target, '--pipe'], stdin=f, capture_output=True, timeout=timeout, check=False)
+        sample = meter.stop(n)
+    text = (proc.stdout + proc.stderr).decode(errors='replace')
+    m = re.search(r'errors: (\d+), replies: (\d+)', text)
+    if proc.returncode != 0 or m is None or int(m.group(1)):
+        raise BenchError(f'redis-cli --pipe failed ({proc.returncode}): {text.strip()[-200:]}')
+    row = sample.row('', 1000, 'redis-cli --pipe', n)
+    return {
+        'messages': n,
+        'seconds': row.seconds,
+        'msgs_per_s': row.msgs_per_s,
+        'client_us_per_msg': row.client_us_per_msg,
+        'server_us_per_msg': row.server_us_per_msg,
+        'bg_cores': row.bg_cores,
+        'replies': int(m.group(2)),
+    }
+
+
+def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[bytes, Callable[[], None], bytes]:
+    """The producer stream, what to do between the two (untimed), and the consumer stream."""
+    if c.produce == 'ferroq publish':
+        from ferroq.protocol import script_source
+
+        ids = rfq_ids(n)
+        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-1n', 'claim-4n', 'commit-3n')]
+        claim_commit = ferroq_claim_commit_stream(name, ids, shas[1], shas[2])
+        return ferroq_publish_stream(name, ids, body, shas[0]), lambda: None, claim_commit
+    if c.family == 'rfq':
+        ids = rfq_ids(n)
+        return rfq_publish_stream(name, ids, body), lambda: None, rfq_claim_commit_stream(name, ids)
+    if c.family == 'rsmq':
+        now = int(time.time() * 1000)
+        ids = rsmq_ids(n)
+        sha = str(admin.r.script_load(RSMQ_RECEIVE))
+        return rsmq_send_stream(name, ids, body, now), lambda: None, rsmq_receive_delete_stream(name, ids, sha, now)
+    key = stream_key(name)
+
+    def group() -> None:
+        admin.r.xgroup_create(key, 'g', id='0')
+
+    return xadd_stream(key, n, body), group, xread_ack_stream(key, n)
+
+
+def _round_trip(exe: str, url: str, n: int, timeout: float) -> dict[str, Any]:
+    args = ['-P', '1', '-c', '1', '-n', str(n), '-q', '-t', 'ping_mbulk']
+    proc = subprocess.run(
+        [exe, *tool_target(url, 'redis-benchmark'), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    rates = re.findall(r'([0-9.]+) requests per second', proc.stdout)
+    if proc.returncode != 0 or not rates:
+        raise BenchError(f'redis-benchmark failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[:200]}')
+    return {'command': 'redis-benchmark ' + ' '.join(args), 'msgs_per_s': float(rates[-1]), 'messages': n}
+
+
+def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progress: Progress) -> dict[str, Any]:
+    """Ceilings keyed by operation name (and ``round trip``); an entry with ``reason`` when it was not measured."""
+    out: dict[str, Any] = {}
+    cli, bench = shutil.which('redis-cli'), shutil.which('redis-benchmark')
+    n = cfg.ceiling_messages
+    body = payload(cfg.size)
+    wanted = set(families)
+    for seq, c in enumerate(x for x in CEILINGS if x.family in wanted):
+        for key in (c.produce, c.consume):
+            out[key] = {'reason': 'redis-cli not found on PATH (Debian: apt-get install redis-tools)'}
+        if cli is None:
+            continue
+        name = f'fqb-{cfg.run_id}-ceiling{seq}'
+        try:
+            target = tool_target(cfg.url, 'redis-cli')
+            produce, between, consume = _streams(c, name, n, body, admin)
+            for key, stream, cmds in ((c.produce, produce, c.commands[0]), (c.consume, consume, c.commands[1])):
+                progress.begin(f'ceiling {key}', n)
+                out[key] = {**_pipe(cli, target, stream, admin, n, cfg.time_limit + 60), 'commands': cmds}
+                progress.end(f'{out[key]["msgs_per_s"]:,.0f} msgs/s (redis-cli --pipe)')
+                if key == c.produce:
+                    between()
+        except (BenchError, subprocess.TimeoutExpired, *REDIS_ERRORS) as exc:
+            for key in (c.produce, c.consume):
+                if out[key].get('msgs_per_s') is None:
+                    out[key] = {'reason': str(exc)}
+        finally:
+            for pattern in (f'rfq:{name}:*', f'rsmq:{name}*', stream_key(name)):
+                admin.sweep(pattern)
+    if bench is None:
+        out[ROUND_TRIP] = {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+    else:
+        try:
+            progress.begin('round-trip rate', 0)
+            out[ROUND_TRIP] = _round_trip(bench, cfg.url, 2_000 if cfg.quick else 20_000, cfg.time_limit + 60)
+            progress.end(f'{out[ROUND_TRIP]["msgs_per_s"]:,.0f} round trips/s (redis-benchmark -P 1 -c 1)')
+        except (BenchError, subprocess.TimeoutExpired, OSError) as exc:
+            out[ROUND_TRIP] = {'reason': str(exc)}
+    return out
+
+
+def ceiling_count(families: Iterable[str]) -> int:
+    """How many progress steps :func:`measure_ceilings` takes."""
+    wanted = set(families)
+    return 2 * sum(1 for c in CEILINGS if c.family in wanted) + 1

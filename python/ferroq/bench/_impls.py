@@ -1,0 +1,491 @@
+"""The registered operations and implementations: ferroq's four clients, raw redis-py, PyRSMQ and rfq 1.4.0.
+
+To benchmark a new client or operation, write a session class (``setup``/``step``/``close``, see
+``_registry``) and add it to an :class:`Impl` here; the matrix, the table, the JSON, the targets and
+``benches/`` pick it up. For example, ferroq's own RSMQ queues are one session class over
+``client.rsmq(name)`` registered as ``sessions[RSMQ_SEND]`` / ``sessions[RSMQ_RECV_DELETE]`` of the
+``native``, ``native-async``, ``pure`` and ``pure-async`` implementations (``prefill(ctx, 'rsmq', n)``
+fills a queue the RSMQ way); the worker is a session whose ``step(k)`` lets a worker with a no-op handler
+process ``k`` prefilled messages, registered as ``sessions[WORKER]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from ferroq.bench._common import LEASE, Config, Progress, Row, Sample, payload
+from ferroq.bench._registry import OPERATIONS, Context, Impl, Operation, register, register_operation
+from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
+
+__all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
+
+PUBLISH = register_operation(Operation('publish', 'rfq', 'rfq publish', 'rfq publish (batch 1) / publish_batch')).name
+CLAIM_COMMIT = register_operation(
+    Operation('claim+commit', 'rfq', 'rfq claim+commit', 'claim(count=batch) then commit of what was claimed')
+).name
+RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ sendMessage / send_batch')).name
+RSMQ_RECV_DELETE = register_operation(
+    Operation('rsmq receive+delete', 'rsmq', 'rsmq receive+delete', 'RSMQ receiveMessage + deleteMessage (batched)')
+).name
+STREAM_PUBLISH = register_operation(Operation('stream publish', 'stream', 'stream publish', 'XADD per message')).name
+STREAM_READ_ACK = register_operation(
+    Operation('stream read+ack', 'stream', 'stream read+ack', 'XREADGROUP COUNT batch, then XACK of those ids')
+).name
+# A worker with a no-op handler: the rows come with ferroq's worker (claim, handle, commit, on rfq topics).
+WORKER = register_operation(Operation('worker', 'rfq', 'rfq claim+commit', 'worker loop with a no-op handler')).name
+
+_FIELD = 'payload'
+
+
+# --- prefill and clean-up of each family's keys (untimed) --------------------------------------------------
+
+
+_native_clients: dict[str, Any] = {}
+
+
+def _writer(url: str) -> Any:
+    """A client to prefill rfq topics with: the native one when it is built, else the pure one."""
+    if url not in _native_clients:
+        try:
+            import ferroq
+
+            _native_clients[url] = ferroq.Client(url)
+        except ImportError:
+            import ferroq.pure
+
+            _native_clients[url] = ferroq.pure.Client(url)
+    return _native_clients[url]
+
+
+def close_writers() -> None:
+    for client in _native_clients.values():
+        with contextlib.suppress(Exception):
+            client.close()
+    _native_clients.clear()
+
+
+def prefill(ctx: Context, family: str, n: int) -> None:
+    """Make ``n`` messages of ``ctx.cfg.size`` bytes ready in the queue ``ctx.name`` of ``family``."""
+    body = payload(ctx.cfg.size)
+    if family == 'rfq':
+        topic = _writer(ctx.cfg.url).topic(ctx.name)
+        for i in range(0, n, 1000):
+            topic.publish_batch([{_FIELD: body}] * min(1000, n - i))
+    elif family == 'rsmq':
+        rsmq_create(ctx.admin.r, ctx.name)
+        zset, q = rsmq_keys(ctx.name)
+        for i in range(0, n, 1000):
+            ids = rsmq_ids(min(1000, n - i))
+            now = int(time.time() * 1000)
+            with ctx.admin.r.pipeline(transaction=True) as p:
+                p.zadd(zset, dict.fromkeys(ids, now))
+                p.hset(q, mapping=dict.fromkeys(ids, body))
+                p.hincrby(q, 'totalsent', len(ids))
+                p.execute()
+    elif family == 'stream':
+        key = stream_key(ctx.name)
+        for i in range(0, n, 1000):
+            with ctx.admin.r.pipeline(transaction=False) as p:
+                for _ in range(min(1000, n - i)):
+                    p.xadd(key, {_FIELD: body})
+                p.execute()
+
+
+def rsmq_create(r: redis.Redis, qname: str) -> None:
+    """createQueue as RSMQ does it (vt 30 s, delay 0, maxsize 65536), so PyRSMQ sees a real queue."""
+    _, q = rsmq_keys(qname)
+    sec = int(r.time()[0])
+    r.hset(q, mapping={'vt': 30, 'delay': 0, 'maxsize': 65536, 'created': sec, 'modified': sec})
+    r.sadd('rsmq:QUEUES', qname)
+
+
+def cleanup(ctx: Context, family: str) -> None:
+    if family == 'rfq':
+        ctx.admin.sweep(f'rfq:{ctx.name}:*')
+    elif family == 'rsmq':
+        ctx.admin.r.unlink(*rsmq_keys(ctx.name))
+        ctx.admin.r.srem('rsmq:QUEUES', ctx.name)
+    elif family == 'stream':
+        ctx.admin.r.unlink(stream_key(ctx.name))
+
+
+# --- ferroq's clients ------------------------------------------------------------------------------------
+
+
+class _TopicSession:
+    """publish / claim+commit on one rfq topic with a ferroq client (native or pure, sync)."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.topic = client.topic(ctx.name)
+        self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+
+    def setup(self, n: int) -> None:
+        # one small cycle first: opens the connections and loads the scripts
+        self.topic.publish_batch(self.msgs[:10])
+        self.topic.commit(self.topic.claim(count=10, lease=LEASE))
+        if self.op == CLAIM_COMMIT:
+            prefill(self.ctx, 'rfq', n)
+
+    def step(self, k: int) -> int:
+        if self.op == PUBLISH:
+            if self.ctx.batch == 1:
+                self.topic.publish(self.msgs[0])
+                return 1
+            return len(self.topic.publish_batch(self.msgs[:k]))
+        return len(self.topic.commit(self.topic.claim(count=k, lease=LEASE)))
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            cleanup(self.ctx, 'rfq')
+
+
+class _AsyncTopicSession:
+    """The same with a ferroq asyncio client."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.topic = client.topic(ctx.name)
+        self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+
+    async def setup(self, n: int) -> None:
+        await self.topic.publish_batch(self.msgs[:10])
+        await self.topic.commit(await self.topic.claim(count=10, lease=LEASE))
+        if self.op == CLAIM_COMMIT:
+            prefill(self.ctx, 'rfq', n)
+
+    async def step(self, k: int) -> int:
+        if self.op == PUBLISH:
+            if self.ctx.batch == 1:
+                await self.topic.publish(self.msgs[0])
+                return 1
+            return len(await self.topic.publish_batch(self.msgs[:k]))
+        claimed = await self.topic.claim(count=k, lease=LEASE)
+        return len(await self.topic.commit(claimed))
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            cleanup(self.ctx, 'rfq')
+
+
+def _native_missing(cfg: Config) -> str | None:
+    return None if importlib.util.find_spec('ferroq._ferroq') else 'the native module ferroq._ferroq is not built'
+
+
+def _sync_topic_factory(kind: str) -> Any:
+    def make(ctx: Context) -> _TopicSession:
+        if kind == 'native':
+            import ferroq
+
+            return _TopicSession(ctx, ferroq.Client(ctx.cfg.url))
+        import ferroq.pure
+
+        return _TopicSession(ctx, ferroq.pure.Client(ctx.cfg.url))
+
+    return make
+
+
+def _async_topic_factory(kind: str) -> Any:
+    async def make(ctx: Context) -> _AsyncTopicSession:
+        if kind == 'native':
+            import ferroq
+
+            return _AsyncTopicSession(ctx, ferroq.AsyncClient(ctx.cfg.url))
+        import ferroq.pure
+
+        return _AsyncTopicSession(ctx, ferroq.pure.AsyncClient(ctx.cfg.url))
+
+    return make
+
+
+for _kind, _pure in (('native', False), ('pure', True)):
+    register(
+        Impl(
+            _kind,
+            pure_python=_pure,
+            doc=f'ferroq.{"Client" if _kind == "native" else "pure.Client"}',
+            sessions=dict.fromkeys((PUBLISH, CLAIM_COMMIT), _sync_topic_factory(_kind)),
+            available=_native_missing if _kind == 'native' else lambda cfg: None,
+        )
+    )
+    register(
+        Impl(
+            f'{_kind}-async',
+            pure_python=_pure,
+            doc=f'ferroq.{"AsyncClient" if _kind == "native" else "pure.AsyncClient"}, --concurrency tasks',
+            sessions=dict.fromkeys((PUBLISH, CLAIM_COMMIT), _async_topic_factory(_kind)),
+            is_async=True,
+            available=_native_missing if _kind == 'native' else lambda cfg: None,
+        )
+    )
+
+
+# --- raw redis-py: each protocol command by command, pipelined per batch ------------------------------------
+
+
+class _RawSession:
+    """The protocols' own commands from redis-py (hiredis when installed), one pipeline per batch step.
+
+    rfq: HSET + LPUSH per message; claim is LMOVE×k, then HGETALL×k, then LREM -1 + DEL per message (three
+    round trips per batch). RSMQ: one MULTI per batch of ZADD + HSET per message and one HINCRBY; receive is
+    EVALSHA×k, then one MULTI of ZREM + HDEL per message. Streams: XADD×k; XREADGROUP COUNT k, then XACK.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx, self.op = ctx, ctx.op
+        self.family = OPERATIONS[self.op].family
+        self.r = redis.Redis.from_url(ctx.cfg.url, decode_responses=True)
+        self.body = payload(ctx.cfg.size)
+        self.sha = ''
+
+    def setup(self, n: int) -> None:
+        self.r.ping()
+        if self.op in (CLAIM_COMMIT, RSMQ_RECV_DELETE, STREAM_READ_ACK):
+            prefill(self.ctx, self.family, n)
+        if self.op == RSMQ_SEND:
+            rsmq_create(self.r, self.ctx.name)
+        if self.op == RSMQ_RECV_DELETE:
+            self.sha = str(self.r.script_load(RSMQ_RECEIVE))
+        if self.op == STREAM_READ_ACK:
+            self.r.xgroup_create(stream_key(self.ctx.name), 'g', id='0', mkstream=True)
+
+    def step(self, k: int) -> int:
+        return int(getattr(self, '_' + self.op.replace(' ', '_').replace('+', '_'))(k))
+
+    def _publish(self, k: int) -> int:
+        backlog, _, prefix = rfq_keys(self.ctx.name)
+        with self.r.pipeline(transaction=False) as p:
+            for i in rfq_ids(k):
+                p.hset(prefix + i, _FIELD, self.body)
+                p.lpush(backlog, i)
+            p.execute()
+        return k
+
+    def _claim_commit(self, k: int) -> int:
+        backlog, nextlog, prefix = rfq_keys(self.ctx.name)
+        with self.r.pipeline(transaction=False) as p:
+            for _ in range(k):
+                p.lmove(backlog, nextlog, 'RIGHT', 'LEFT')
+            ids = [i for i in p.execute() if i]
+            for i in ids:
+                p.hgetall(prefix + i)
+            p.execute()
+            for i in ids:
+                p.lrem(nextlog, -1, i)
+                p.delete(prefix + i)
+            p.execute()
+        return len(ids)
+
+    def _rsmq_send(self, k: int) -> int:
+        zset, q = rsmq_keys(self.ctx.name)
+        now = int(time.time() * 1000)
+        with self.r.pipeline(transaction=True) as p:
+            for i in rsmq_ids(k):
+                p.zadd(zset, {i: now})
+                p.hset(q, i, self.body)
+            p.hincrby(q, 'totalsent', k)
+            p.execute()
+        return k
+
+    def _rsmq_receive_delete(self, k: int) -> int:
+        zset, q = rsmq_keys(self.ctx.name)
+        now = int(time.time() * 1000)
+        with self.r.pipeline(transaction=False) as p:
+            for _ in range(k):
+                p.evalsha(self.sha, 3, zset, now, now + 30_000)
+            got = [m[0] for m in p.execute() if m]
+        with self.r.pipeline(transaction=True) as p:
+            for i in got:
+                p.zrem(zset, i)
+                p.hdel(q, i, f'{i}:rc', f'{i}:fr')
+            p.execute()
+        return len(got)
+
+    def _stream_publish(self, k: int) -> int:
+        key = stream_key(self.ctx.name)
+        with self.r.pipeline(transaction=False) as p:
+            for _ in range(k):
+                p.xadd(key, {_FIELD: self.body})
+            p.execute()
+        return k
+
+    def _stream_read_ack(self, k: int) -> int:
+        key = stream_key(self.ctx.name)
+        reply = self.r.xreadgroup('g', 'c', {key: '>'}, count=k)
+        entries = _stream_entries(reply, key)
+        if entries:
+            self.r.xack(key, 'g', *(e[0] for e in entries))
+        return len(entries)
+
+    def close(self) -> None:
+        try:
+            self.r.close()
+        finally:
+            cleanup(self.ctx, self.family)
+
+
+def _stream_entries(reply: Any, key: str) -> list[Any]:
+    """The entries of an XREADGROUP reply: RESP2 ``[[key, entries]]`` or RESP3 ``{key: [entries]}``."""
+    if not reply:
+        return []
+    if isinstance(reply, dict):
+        return list((reply.get(key) or [[]])[0])
+    return list(reply[0][1])
+
+
+register(
+    Impl(
+        'redis-py',
+        pure_python=True,
+        doc='raw redis-py pipeline of the protocol commands (the best a hand-written pure-Python client does)',
+        sessions={
+            op: _RawSession
+            for op in (PUBLISH, CLAIM_COMMIT, RSMQ_SEND, RSMQ_RECV_DELETE, STREAM_PUBLISH, STREAM_READ_ACK)
+        },
+    )
+)
+
+
+# --- PyRSMQ 0.6.1 (in process; one message per call, it has no batch API) ------------------------------------
+
+
+class _PyRsmqSession:
+    def __init__(self, ctx: Context) -> None:
+        from rsmq import RedisSMQ  # type: ignore[import-untyped,unused-ignore]
+
+        self.ctx, self.op = ctx, ctx.op
+        self.r = redis.Redis.from_url(ctx.cfg.url, decode_responses=True)
+        self.q = RedisSMQ(client=self.r, qname=ctx.name)
+        self.body = payload(ctx.cfg.size)
+
+    def setup(self, n: int) -> None:
+        self.q.createQueue().execute()
+        if self.op == RSMQ_RECV_DELETE:
+            self.r.unlink(rsmq_keys(self.ctx.name)[1])  # prefill recreates the queue hash
+            prefill(self.ctx, 'rsmq', n)
+
+    def step(self, k: int) -> int:
+        if self.op == RSMQ_SEND:
+            for _ in range(k):
+                self.q.sendMessage(message=self.body).execute()
+            return k
+        from rsmq.cmd.exceptions import NoMessageInQueue  # type: ignore[import-untyped,unused-ignore]
+
+        done = 0
+        for _ in range(k):
+            try:
+                msg = self.q.receiveMessage().execute()
+            except NoMessageInQueue:
+                break
+            self.q.deleteMessage(id=msg['id']).execute()
+            done += 1
+        return done
+
+    def close(self) -> None:
+        try:
+            self.r.close()
+        finally:
+            cleanup(self.ctx, 'rsmq')
+
+
+def _pyrsmq_missing(cfg: Config) -> str | None:
+    return None if importlib.util.find_spec('rsmq') else 'PyRSMQ is not installed (pip install "ferroq[bench]")'
+
+
+register(
+    Impl(
+        'pyrsmq',
+        pure_python=True,
+        doc='PyRSMQ 0.6 (sendMessage, receiveMessage + deleteMessage)',
+        sessions={RSMQ_SEND: _PyRsmqSession, RSMQ_RECV_DELETE: _PyRsmqSession},
+        batches={RSMQ_SEND: (1,), RSMQ_RECV_DELETE: (1,)},
+        caps={RSMQ_SEND: 3000, RSMQ_RECV_DELETE: 3000},
+        available=_pyrsmq_missing,
+    )
+)
+
+
+# --- rfq 1.4.0 in its own venv (it pins redis<4): a subprocess that times itself ------------------------------
+
+RFQ_RUNNER = Path(__file__).with_name('_rfq_runner.py')
+
+
+def rfq_python(cfg: Config) -> str | None:
+    """The interpreter that has rfq 1.4.0: --rfq-python, FERROQ_BENCH_RFQ_PYTHON, else ./.venv-rfq."""
+    for candidate in (cfg.rfq_python, os.environ.get('FERROQ_BENCH_RFQ_PYTHON'), '.venv-rfq/bin/python'):
+        if candidate and (shutil.which(candidate) or Path(candidate).is_file()):
+            return candidate
+    return None
+
+
+def _rfq_missing(cfg: Config) -> str | None:
+    exe = rfq_python(cfg)
+    if exe is None:
+        return 'no interpreter with rfq 1.4.0 (make setup creates .venv-rfq; or --rfq-python PATH)'
+    probe = subprocess.run([exe, '-c', 'import rfq.rfq'], capture_output=True, text=True, timeout=60, check=False)
+    return None if probe.returncode == 0 else f'{exe} cannot import rfq: {probe.stderr.strip()[-200:]}'
+
+
+def _out_of_process(ctx: Context) -> Any:
+    raise RuntimeError(f'{ctx.op} of this implementation runs in another interpreter: use Impl.measure')
+
+
+class _RfqImpl(Impl):
+    def measure(self, ctx: Context, op: str, n: int, progress: Progress) -> Row:
+        exe = rfq_python(ctx.cfg)
+        assert exe is not None  # checked by available()
+        try:
+            if op == CLAIM_COMMIT:
+                prefill(ctx, 'rfq', n)
+            job = {
+                'url': ctx.cfg.url,
+                'topic': ctx.name,
+                'op': op,
+                'batch': ctx.batch,
+                'n': n,
+                'size': ctx.cfg.size,
+                'time_limit': ctx.cfg.time_limit,
+            }
+            proc = subprocess.run(
+                [exe, str(RFQ_RUNNER)],
+                input=json.dumps(job),
+                capture_output=True,
+                text=True,
+                timeout=ctx.cfg.time_limit + 60,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f'rfq runner failed: {proc.stderr.strip()[-300:]}')
+            out = json.loads(proc.stdout)
+        finally:
+            cleanup(ctx, 'rfq')
+        sample = Sample(out['messages'], out['seconds'], out['cpu'], out['server_cpu'], out['machine_cpu'])
+        return sample.row(op, ctx.batch, self.name, n)
+
+
+register(
+    _RfqImpl(
+        'rfq',
+        pure_python=True,
+        doc='rfq 1.4.0 as shipped (redis-py 3.5), in its own venv: publish / publish_batch, consume + Task.done',
+        sessions=dict.fromkeys((PUBLISH, CLAIM_COMMIT), _out_of_process),
+        batches={CLAIM_COMMIT: (1,)},  # rfq has no batch consume
+        caps={CLAIM_COMMIT: 3000},
+        available=_rfq_missing,
+        out_of_process=True,
+    )
+)

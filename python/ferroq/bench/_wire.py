@@ -1,0 +1,81 @@
+"""Keys, ids and scripts of the protocols as the peers write them, for the raw clients and the ceiling streams.
+
+The raw redis-py implementation and the ``redis-cli --pipe`` streams speak rfq, RSMQ and Redis Streams
+command by command, the way the peer libraries do (``docs/protocol.md``), so their figures are the
+protocol's own and not ferroq's scripts.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import string
+import time
+
+__all__ = [
+    'RSMQ_RECEIVE',
+    'rfq_ids',
+    'rfq_keys',
+    'rsmq_ids',
+    'rsmq_keys',
+    'stream_key',
+]
+
+# RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms.
+RSMQ_RECEIVE = """local msg = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", KEYS[2], "LIMIT", "0", "1")
+if #msg == 0 then
+	return {}
+end
+redis.call("ZADD", KEYS[1], KEYS[3], msg[1])
+redis.call("HINCRBY", KEYS[1] .. ":Q", "totalrecv", 1)
+local mbody = redis.call("HGET", KEYS[1] .. ":Q", msg[1])
+local rc = redis.call("HINCRBY", KEYS[1] .. ":Q", msg[1] .. ":rc", 1)
+local o = {msg[1], mbody, rc}
+if rc==1 then
+	redis.call("HSET", KEYS[1] .. ":Q", msg[1] .. ":fr", KEYS[2])
+	table.insert(o, KEYS[2])
+else
+	local fr = redis.call("HGET", KEYS[1] .. ":Q", msg[1] .. ":fr")
+	table.insert(o, fr)
+end
+return o"""
+
+_ALNUM = string.ascii_letters + string.digits
+_B36 = string.digits + string.ascii_lowercase
+
+
+def rfq_keys(topic: str) -> tuple[str, str, str]:
+    """backlog, nextlog and the message key prefix of an rfq topic."""
+    return f'rfq:{topic}:backlog', f'rfq:{topic}:nextlog', f'rfq:{topic}:message:'
+
+
+def rfq_ids(n: int) -> list[str]:
+    """``n`` fresh 32-hex message ids (rfq's shape)."""
+    return [secrets.token_hex(16) for _ in range(n)]
+
+
+def rsmq_keys(qname: str) -> tuple[str, str]:
+    """The zset and the hash of an RSMQ queue (namespace ``rsmq``)."""
+    return f'rsmq:{qname}', f'rsmq:{qname}:Q'
+
+
+def _base36(x: int) -> str:
+    out = ''
+    while x:
+        x, d = divmod(x, 36)
+        out = _B36[d] + out
+    return out or '0'
+
+
+def rsmq_ids(n: int, start_us: int | None = None) -> list[str]:
+    """``n`` RSMQ ids in send order: base36 of epoch µs, then 22 random letters and digits (RSMQ's algorithm).
+
+    Consecutive µs stamps make the ids sort in send order, as RSMQ's do, so a stream of receives can be
+    built beforehand.
+    """
+    t0 = int(time.time() * 1e6) if start_us is None else start_us
+    return [_base36(t0 + i) + ''.join(random.choices(_ALNUM, k=22)) for i in range(n)]
+
+
+def stream_key(name: str) -> str:
+    return f'fqb:stream:{name}'

@@ -1,0 +1,513 @@
+"""The benchmark's own code: arguments, the matrix plan, ceiling streams, ratios and targets, rendering, JSON.
+
+These assert what the benchmark does, never how fast anything is: the runs use a few hundred messages
+against the test server.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ferroq.bench import (
+    IMPLS,
+    JSON_SCHEMA,
+    OPERATIONS,
+    BenchError,
+    Config,
+    build_parser,
+    config_from_args,
+    evaluate_targets,
+    finish,
+    main,
+    plan,
+    render_console,
+    render_markdown,
+    run,
+    update_readme,
+)
+from ferroq.bench._ceiling import (
+    ferroq_claim_commit_stream,
+    ferroq_publish_stream,
+    resp,
+    rfq_claim_commit_stream,
+    rfq_publish_stream,
+    rsmq_receive_delete_stream,
+    rsmq_send_stream,
+    tool_target,
+    xadd_stream,
+    xread_ack_stream,
+)
+from ferroq.bench._extra import percentile, rss_verdict
+from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rsmq_ids
+
+RFQ_PYTHON = Path(os.environ.get('FERROQ_RFQ_VENV', Path(__file__).parents[2] / '.venv-rfq')) / 'bin' / 'python'
+
+
+def tiny(url: str, **kw: Any) -> Config:
+    """A run of a few hundred messages: enough to exercise every path, too small to mean anything as a figure."""
+    base: dict[str, Any] = {
+        'url': url,
+        'messages': 200,
+        'batches': (1, 10),
+        'impls': ('native', 'native-async', 'pure', 'redis-py'),
+        'ops': ('publish', 'claim+commit', 'rsmq send', 'stream read+ack'),
+        'quick': True,
+        'latency_calls': 20,
+        'ceiling_messages': 300,
+        'rss_messages': 300,
+        'scale': False,
+    }
+    return Config(**{**base, **kw})
+
+
+# --- arguments and the plan ----------------------------------------------------------------------------------
+
+
+def test_parser_defaults_and_quick() -> None:
+    cfg = config_from_args(build_parser().parse_args([]), 'redis://x')
+    assert (cfg.messages, cfg.batches, cfg.size, cfg.repeat) == (100_000, (1, 100, 1000), 100, 1)
+    assert cfg.ceiling and cfg.latency and cfg.scale and cfg.rss_messages == 1_000_000
+    quick = config_from_args(build_parser().parse_args(['--quick']), 'redis://x')
+    assert quick.quick and quick.messages < cfg.messages and quick.ceiling_messages < cfg.ceiling_messages
+    assert quick.rss_messages < cfg.rss_messages
+    assert config_from_args(build_parser().parse_args(['--scale']), 'u').rss_messages == 10_000_000
+    assert (cfg.noise_retries, quick.noise_retries) == (2, 0)
+    assert config_from_args(build_parser().parse_args(['--quick', '--noise-retries', '1']), 'u').noise_retries == 1
+    off = config_from_args(build_parser().parse_args(['--rss-messages', '0', '--no-ceiling', '--no-scale']), 'u')
+    assert (off.rss_messages, off.ceiling, off.scale) == (0, False, False)
+
+
+@pytest.mark.parametrize(
+    'argv',
+    [['--impl', 'nope'], ['--op', 'fly'], ['--batch', '0'], ['--batch', 'x'], ['--batch', '20000'], ['--repeat', '0']],
+)
+def test_parser_rejects_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2
+    assert 'ferroq bench' in capsys.readouterr().err
+
+
+def test_parser_lists() -> None:
+    args = build_parser().parse_args(['--impl', 'native,pure', '--op', 'publish', '--batch', '1000,1,1'])
+    assert (args.impl, args.op, args.batch) == (('native', 'pure'), ('publish',), (1, 1000))
+
+
+def test_messages_per_measurement_shrink_with_batch_and_cap() -> None:
+    cfg = Config(url='u', messages=100_000)
+    assert [cfg.messages_for(b) for b in (1, 100, 1000)] == [5_000, 50_000, 100_000]
+    assert cfg.messages_for(1, cap=3000) == 3000
+    assert Config(url='u', messages=100_000, quick=True).messages_for(1, cap=3000) == 300
+    assert cfg.messages_for(1000, cap=10) == 1000  # never less than one batch
+    assert Config(url='u', messages=2500).messages_for(1000) == 2000  # whole batches only
+
+
+def test_registry_has_the_matrix() -> None:
+    assert {
+        'publish',
+        'claim+commit',
+        'rsmq send',
+        'rsmq receive+delete',
+        'stream publish',
+        'stream read+ack',
+        'worker',
+    } <= set(OPERATIONS)
+    assert {'native', 'native-async', 'pure', 'pure-async', 'redis-py', 'pyrsmq', 'rfq'} <= set(IMPLS)
+    for name, op in OPERATIONS.items():
+        assert op.family in ('rfq', 'rsmq', 'stream'), name
+    assert not IMPLS['native'].pure_python and IMPLS['pure'].pure_python and IMPLS['rfq'].pure_python
+    assert IMPLS['rfq'].supports('claim+commit', 1) and not IMPLS['rfq'].supports('claim+commit', 1000)
+
+
+def test_plan_filters_and_reports_unavailable(tmp_path: Path) -> None:
+    cfg = Config(url='u', batches=(1, 1000), impls=('native', 'rfq'), ops=('publish',), rfq_python=str(tmp_path / 'x'))
+    cells, unavailable = plan(cfg)
+    assert [(op, b, i.name) for op, b, i in cells] == [('publish', 1, 'native'), ('publish', 1000, 'native')]
+    assert unavailable.get('rfq')
+
+
+# --- ceiling streams ------------------------------------------------------------------------------------------
+
+
+def test_resp_encoding() -> None:
+    assert resp('SET', 'k', 1) == b'*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n1\r\n'
+    assert resp('X', 'é') == b'*2\r\n$1\r\nX\r\n$2\r\n\xc3\xa9\r\n'
+
+
+def test_rsmq_ids_sort_in_send_order() -> None:
+    ids = rsmq_ids(50, start_us=1_700_000_000_000_000)
+    assert all(len(i) == 32 for i in ids)
+    assert ids == sorted(ids)
+
+
+def test_tool_target() -> None:
+    assert tool_target('redis://127.0.0.1:7000/0', 'redis-cli') == ['-h', '127.0.0.1', '-p', '7000']
+    assert tool_target('redis://:pw@h:1/3', 'redis-cli') == [
+        '-h',
+        'h',
+        '-p',
+        '1',
+        '-a',
+        'pw',
+        '--no-auth-warning',
+        '-n',
+        '3',
+    ]
+    assert tool_target('redis://u:pw@h:1/3', 'redis-benchmark')[-4:] == ['--user', 'u', '--dbnum', '3']
+    assert tool_target('unix:///tmp/r.sock?db=2', 'redis-cli') == ['-s', '/tmp/r.sock', '-n', '2']
+    with pytest.raises(BenchError):
+        tool_target('rediss://h:1', 'redis-cli')
+
+
+def _pipe(url: str, stream: bytes) -> str:
+    cli = shutil.which('redis-cli')
+    assert cli, 'redis-cli is part of redis-tools, installed with redis-server'
+    proc = subprocess.run(
+        [cli, *tool_target(url, 'redis-cli'), '--pipe'], input=stream, capture_output=True, timeout=30, check=False
+    )
+    out = proc.stdout.decode()
+    assert proc.returncode == 0 and 'errors: 0' in out, out
+    return out
+
+
+def test_rfq_streams_publish_then_drain_everything(redis_url: str, r: Any) -> None:
+    ids = rfq_ids(250)
+    _pipe(redis_url, rfq_publish_stream('t', ids, 'x' * 100))
+    assert r.llen('rfq:t:backlog') == 250 and r.hgetall(f'rfq:t:message:{ids[0]}') == {'payload': 'x' * 100}
+    assert r.lindex('rfq:t:backlog', -1) == ids[0]  # oldest at the tail, where LMOVE takes it
+    out = _pipe(redis_url, rfq_claim_commit_stream('t', ids, batch=100))
+    assert 'replies: 1000' in out  # four commands per message
+    assert r.dbsize() == 0
+
+
+def test_ferroq_script_streams_publish_then_drain_everything(redis_url: str, r: Any) -> None:
+    from ferroq.protocol import script_source
+
+    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-1n', 'claim-4n', 'commit-3n'))
+    ids = rfq_ids(250)
+    _pipe(redis_url, ferroq_publish_stream('t', ids, 'x' * 100, pub, batch=100))
+    assert r.lrange('rfq:t:backlog', 0, -1) == ids[::-1] and r.hgetall(f'rfq:t:message:{ids[7]}') == {
+        'payload': 'x' * 100
+    }
+    _pipe(redis_url, ferroq_claim_commit_stream('t', ids, claim, commit, batch=100))
+    assert r.dbsize() == 0  # every claim was committed with its token: no message, lease or delivery count is left
+
+
+def test_rsmq_streams_send_then_receive_and_delete_everything(redis_url: str, r: Any) -> None:
+    ids = rsmq_ids(120)
+    _pipe(redis_url, rsmq_send_stream('q', ids, 'b' * 100, 1_000))
+    assert r.zcard('rsmq:q') == 120 and r.hget('rsmq:q:Q', 'totalsent') == '120'
+    sha = r.script_load(RSMQ_RECEIVE)
+    _pipe(redis_url, rsmq_receive_delete_stream('q', ids, sha, 1_000))
+    assert r.zcard('rsmq:q') == 0
+    assert r.hgetall('rsmq:q:Q') == {'totalsent': '120', 'totalrecv': '120'}  # every body, :rc and :fr deleted
+
+
+def test_stream_streams_add_then_read_and_ack_everything(redis_url: str, r: Any) -> None:
+    _pipe(redis_url, xadd_stream('s', 250, 'p'))
+    r.xgroup_create('s', 'g', id='0')
+    _pipe(redis_url, xread_ack_stream('s', 250, batch=100))
+    assert r.xlen('s') == 250 and r.xpending('s', 'g')['pending'] == 0
+    assert r.xinfo_groups('s')[0]['last-delivered-id'] == '250-1'
+
+
+# --- ratios, targets and rendering ----------------------------------------------------------------------------
+
+
+def _row(op: str, batch: int, impl: str, rate: float, pure: bool, **kw: Any) -> dict[str, Any]:
+    return {
+        'operation': op,
+        'batch': batch,
+        'impl': impl,
+        'msgs_per_s': rate,
+        'pure_python': pure,
+        'note': '',
+        'messages': 1000,
+        'partial': False,
+        **kw,
+    }
+
+
+def synthetic() -> dict[str, Any]:
+    return {
+        'schema': JSON_SCHEMA,
+        'started_at': '2026-11-23T12:00:00+00:00',
+        'machine': {
+            'ferroq_version': '0',
+            'redis_version': '7',
+            'python_version': '3',
+            'cpu_count': 2,
+            'cpu_model': 'cpu',
+            'platform': 'linux',
+        },
+        'params': {'size': 100, 'messages': 1000, 'concurrency': 4, 'repeat': 1},
+        'rows': [
+            _row('publish', 1000, 'native', 200_000, False, bg_cores=0.05),
+            _row('publish', 1000, 'pure', 40_000, True),
+            _row('publish', 1000, 'redis-py', 50_000, True),
+            _row('publish', 1000, 'rfq', 20_000, True),
+            _row('publish', 1, 'native', 9_000, False),
+            _row('claim+commit', 1000, 'native', 10_000, False),
+            _row('claim+commit', 1, 'rfq', 1_000, True),
+            _row('claim+commit', 1000, 'pure', 0, True, note='failed: boom'),
+        ],
+        'ceilings': {
+            'rfq publish': {'msgs_per_s': 220_000, 'commands': 'HSET + LPUSH', 'server_us_per_msg': 4.5},
+            'rfq claim+commit': {'reason': 'redis-cli not found'},
+            'round trip': {'msgs_per_s': 10_000, 'command': 'redis-benchmark -P 1'},
+        },
+        'latency': [
+            {'operation': 'publish', 'impl': 'native', 'calls': 10, 'p50_us': 50.0, 'p99_us': 90.0, 'max_us': 99.0}
+        ],
+        'scale': {
+            'impl': 'native',
+            'batch': 100,
+            'messages': 10,
+            'ratio': 0.95,
+            'depths': {'1000': {'msgs_per_s': 100.0}, '100000': {'msgs_per_s': 95.0}},
+        },
+        'rss': {
+            'impl': 'native',
+            'messages': 1000,
+            'base_mib': 30.0,
+            'peak_mib': 40.0,
+            'bytes_per_msg': 10485.0,
+            'bounded': True,
+            'msgs_per_s': 1000.0,
+        },
+    }
+
+
+def test_ratios_and_targets() -> None:
+    data = synthetic()
+    finish(data)
+    rows = {(r['operation'], r['batch'], r['impl']): r for r in data['rows']}
+    native = rows['publish', 1000, 'native']
+    assert native['ceiling_key'] == 'rfq publish' and native['ratio_ceiling'] == pytest.approx(200 / 220)
+    assert native['best_pure_impl'] == 'redis-py' and native['ratio_best_pure'] == pytest.approx(4.0)
+    assert rows['publish', 1, 'native']['ceiling_key'] == 'round trip'
+    assert 'ceiling_key' not in rows['claim+commit', 1000, 'native']  # its ceiling was not measured
+    targets = {t['target']: t for t in data['targets']}
+    assert targets['publish_batch(1000) vs the ceiling of HSET+LPUSH']['met'] is True
+    assert targets['publish_batch(1000) vs the best pure-Python client']['met'] is True  # exactly 4×
+    assert targets['publish_batch(1000) vs rfq 1.4.0 publish_batch(1000)']['met'] is True
+    assert targets['claim+commit(1000) vs rfq 1.4.0 consume+done']['met'] is False  # 10×, goal 50×
+    assert targets['single publish vs the round-trip rate']['ratio'] == pytest.approx(0.9)
+    assert targets['publish_batch(1000) vs BullMQ addBulk(1000)']['ratio'] == pytest.approx(200_000 / 11_840)
+    cc = targets['claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL']
+    assert cc['met'] is None and cc['reason']
+    worker = targets['worker (no-op handler) vs BullMQ Worker']
+    assert worker['met'] is None and worker['against'] == 'bullmq worker (reference figure)'
+    assert targets['RSMQ send(1000) vs PyRSMQ sendMessage']['against'] == 'pyrsmq rsmq send(1)'
+    assert len(evaluate_targets(data)) == len(data['targets'])
+
+
+def test_render_markdown_and_console() -> None:
+    data = synthetic()
+    finish(data)
+    md = render_markdown(data)
+    assert md.startswith('| operation | batch | impl | msgs/s | vs ceiling | vs best pure |')
+    assert '| publish | 1000 | native | 200,000 | 91% | 4.00× |' in md
+    assert 'failed: boom' in md and 'not measured: redis-cli not found' in md
+    assert '| publish | native | 10 | 50 | 90 | 99 |' in md
+    assert 'ratio 0.95: holds' in md and 'bounded' in md
+    console = render_console(data)
+    assert 'publish_batch(1000) vs the ceiling of HSET+LPUSH' in console and '200,000' in console
+
+
+def test_update_readme_replaces_only_the_block(tmp_path: Path) -> None:
+    data = synthetic()
+    finish(data)
+    readme = tmp_path / 'README.md'
+    readme.write_text('# x\n\nbefore\n<!-- perf-table:start -->\nold table\n<!-- perf-table:end -->\nafter\n')
+    update_readme(str(readme), data)
+    text = readme.read_text()
+    assert text.startswith('# x\n\nbefore\n<!-- perf-table:start -->\n| operation |')
+    assert text.endswith('<!-- perf-table:end -->\nafter\n') and 'old table' not in text
+    update_readme(str(readme), data)
+    assert readme.read_text() == text  # idempotent
+    bare = tmp_path / 'bare.md'
+    bare.write_text('no markers\n')
+    with pytest.raises(BenchError, match='perf-table'):
+        update_readme(str(bare), data)
+
+
+def test_rss_verdict() -> None:
+    assert rss_verdict(700.0, 700.0, 1_000_000) is False  # the input is held
+    assert rss_verdict(13.0, 680.0, 20_000) is False  # per-message growth is visible early
+    assert rss_verdict(890.0, 89.0, 10_000_000) is False  # even small per-message costs add up
+    assert rss_verdict(5.0, 5.0, 1_000_000) is True
+    assert rss_verdict(2.0, 100.0, 20_000) is None  # too few messages to tell
+
+
+def test_percentile() -> None:
+    values = [float(x) for x in range(1, 101)]
+    assert (percentile(values, 0.5), percentile(values, 0.99), percentile(values, 1.0)) == (50.0, 99.0, 100.0)
+    assert percentile([7.0], 0.99) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 0.5)
+
+
+# --- whole runs on the test server ---------------------------------------------------------------------------
+
+
+def test_run_json_document(redis_url: str, r: Any) -> None:
+    data = run(tiny(redis_url), quiet=True)
+    json.loads(json.dumps(data))  # serialisable as is
+    assert data['schema'] == JSON_SCHEMA and data['leftover_keys'] == 0
+    assert {'started_at', 'machine', 'params', 'rows', 'ceilings', 'latency', 'rss', 'targets'} <= set(data)
+    assert 'url' not in data['params']
+    cells = {(row['operation'], row['batch'], row['impl']) for row in data['rows']}
+    assert ('publish', 1, 'native') in cells and ('claim+commit', 10, 'pure') in cells
+    assert ('rsmq send', 10, 'redis-py') in cells and ('stream read+ack', 1, 'redis-py') in cells
+    assert ('rsmq send', 10, 'native') not in cells  # only what an implementation registers
+    for row in data['rows']:
+        assert row['note'] == '' and not row['partial'], row
+        assert row['messages'] == 10 and row['msgs_per_s'] > 0  # 200 // 20 below batch 100
+        assert row['client_us_per_msg'] > 0 and row['server_us_per_msg'] > 0
+        assert row['pure_python'] == (not row['impl'].startswith('native'))
+    ceilings = data['ceilings']
+    for key in (
+        'rfq publish',
+        'rfq claim+commit',
+        'ferroq publish',
+        'ferroq claim+commit',
+        'rsmq send',
+        'rsmq receive+delete',
+        'stream read+ack',
+    ):
+        assert ceilings[key]['messages'] == 300 and ceilings[key]['msgs_per_s'] > 0, key
+    assert ceilings['round trip']['msgs_per_s'] > 0
+    assert {(e['operation'], e['impl']) for e in data['latency']} == {
+        ('publish', 'native'),
+        ('claim+commit', 'native'),
+        ('publish', 'pure'),
+        ('claim+commit', 'pure'),
+    }
+    assert all(e['p50_us'] <= e['p99_us'] <= e['max_us'] for e in data['latency'])
+    assert data['rss']['published'] == 300 and data['rss']['peak_mib'] >= data['rss']['base_mib'] > 0
+    assert data['scale'] is None
+    assert r.dbsize() == 0  # every measurement deletes what it wrote
+
+
+def test_run_scale(redis_url: str, r: Any) -> None:
+    cfg = tiny(
+        redis_url,
+        impls=('native',),
+        ops=('publish',),
+        batches=(10,),
+        scale=True,
+        ceiling=False,
+        latency=False,
+        rss_messages=0,
+    )
+    data = run(cfg, quiet=True)
+    scale = data['scale']
+    assert set(scale['depths']) == {'1000', '10000'} and scale['ratio'] > 0
+    assert all(d['msgs_per_s'] > 0 for d in scale['depths'].values())
+    assert r.dbsize() == 0
+
+
+def test_peers_rfq_and_pyrsmq(redis_url: str, r: Any) -> None:
+    assert RFQ_PYTHON.exists(), 'make setup creates .venv-rfq with rfq 1.4.0'
+    cfg = tiny(
+        redis_url,
+        impls=('rfq', 'pyrsmq'),
+        ops=('publish', 'claim+commit', 'rsmq send', 'rsmq receive+delete'),
+        ceiling=False,
+        latency=False,
+        rss_messages=0,
+        rfq_python=str(RFQ_PYTHON),
+    )
+    data = run(cfg, quiet=True)
+    cells = {(row['operation'], row['batch'], row['impl']): row for row in data['rows']}
+    assert cells['publish', 10, 'rfq']['messages'] == 10 and cells['claim+commit', 1, 'rfq']['messages'] == 10
+    assert ('claim+commit', 10, 'rfq') not in cells  # rfq has no batch consume
+    if importlib.util.find_spec('rsmq') is None:
+        assert 'PyRSMQ' in data['unavailable']['pyrsmq']
+    else:
+        assert cells['rsmq send', 1, 'pyrsmq']['messages'] == 10
+        assert cells['rsmq receive+delete', 1, 'pyrsmq']['messages'] == 10
+    assert all(row['note'] == '' for row in data['rows'])
+    assert r.dbsize() == 0
+
+
+def test_main_json_from_json_readme_and_plot(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, png, readme = tmp_path / 'b.json', tmp_path / 'b.png', tmp_path / 'README.md'
+    argv = [
+        '--url',
+        redis_url,
+        '--quick',
+        '--impl',
+        'native',
+        '--op',
+        'publish',
+        '--batch',
+        '10',
+        '--messages',
+        '50',
+        '--no-ceiling',
+        '--no-latency',
+        '--no-scale',
+        '--rss-messages',
+        '0',
+        '--json',
+        str(out),
+    ]
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert '| ' not in first.out and 'publish' in first.out  # the console table, not markdown
+    data = json.loads(out.read_text())
+    assert data['schema'] == JSON_SCHEMA and [r['impl'] for r in data['rows']] == ['native']
+    readme.write_text('<!-- perf-table:start -->\n<!-- perf-table:end -->\n')
+    status = main(['--from-json', str(out), '--update-readme', str(readme), '--plot', str(png)])
+    err = capsys.readouterr().err
+    assert '| publish | 10 | native |' in readme.read_text()
+    if importlib.util.find_spec('matplotlib') is None:
+        assert status == 1 and 'matplotlib' in err and not png.exists()
+    else:
+        assert status == 0 and png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    bad = tmp_path / 'old.json'
+    bad.write_text(json.dumps({'schema': 1, 'rows': []}))
+    assert main(['--from-json', str(bad)]) == 1
+    assert 'schema 1' in capsys.readouterr().err
+
+
+def test_main_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(['--url', 'redis://127.0.0.1:1/0', '--quick']) == 1
+    assert 'cannot reach Redis' in capsys.readouterr().err
+
+
+def test_noisy_cell_is_measured_again(redis_url: str) -> None:
+    # a busy loop makes every measurement noisy (over 20% of a core used by another process)
+    busy = subprocess.Popen(
+        [sys.executable, '-c', 'import time\nend = time.time() + 60\nwhile time.time() < end: pass']
+    )
+    try:
+        cfg = tiny(
+            redis_url,
+            impls=('native',),
+            ops=('publish',),
+            batches=(1,),
+            messages=4000,
+            noise_retries=1,
+            ceiling=False,
+            latency=False,
+            rss_messages=0,
+        )
+        [row] = run(cfg, quiet=True)['rows']
+    finally:
+        busy.kill()
+        busy.wait(timeout=10)
+    assert row['bg_cores'] > 0.2 and row['retries'] == 1 and row['messages'] == 200
