@@ -126,6 +126,11 @@ def test_registry_has_the_matrix() -> None:
         assert op.family in ('rfq', 'rsmq', 'stream'), name
     assert not IMPLS['native'].pure_python and IMPLS['pure'].pure_python and IMPLS['rfq'].pure_python
     assert IMPLS['rfq'].supports('claim+commit', 1) and not IMPLS['rfq'].supports('claim+commit', 1000)
+    for impl in ('native', 'native-async', 'pure', 'pure-async'):  # ferroq's RSMQ queues and workers
+        assert all(
+            IMPLS[impl].supports(op, b) for op in ('rsmq send', 'rsmq receive+delete', 'worker') for b in (1, 1000)
+        )
+    assert OPERATIONS['worker'].drains and not OPERATIONS['claim+commit'].drains
 
 
 def test_plan_filters_and_reports_unavailable(tmp_path: Path) -> None:
@@ -192,7 +197,7 @@ def test_rfq_streams_publish_then_drain_everything(redis_url: str, r: Any) -> No
 def test_ferroq_script_streams_publish_then_drain_everything(redis_url: str, r: Any) -> None:
     from ferroq.protocol import script_source
 
-    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-1n', 'claim-4n', 'commit-3n'))
+    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-1n', 'claim-5n', 'commit-3n'))
     ids = rfq_ids(250)
     _pipe(redis_url, ferroq_publish_stream('t', ids, 'x' * 100, pub, batch=100))
     assert r.lrange('rfq:t:backlog', 0, -1) == ids[::-1] and r.hgetall(f'rfq:t:message:{ids[7]}') == {
@@ -259,8 +264,16 @@ def synthetic() -> dict[str, Any]:
             _row('claim+commit', 1000, 'native', 10_000, False),
             _row('claim+commit', 1, 'rfq', 1_000, True),
             _row('claim+commit', 1000, 'pure', 0, True, note='failed: boom'),
+            _row('rsmq send', 1000, 'native', 100_000, False),
+            _row('rsmq send', 1, 'pyrsmq', 2_000, True),
+            _row('rsmq receive+delete', 1000, 'native-async', 60_000, False),
+            _row('rsmq receive+delete', 1, 'pyrsmq', 1_600, True),
+            _row('worker', 1, 'native', 5_000, False),
+            _row('worker', 1000, 'native-async', 25_420, False),
+            _row('worker', 1000, 'pure', 8_000, True),
         ],
         'ceilings': {
+            'rsmq receive+delete': {'msgs_per_s': 40_000, 'commands': 'EVALSHA receive + ZREM/HDEL'},
             'rfq publish': {'msgs_per_s': 220_000, 'commands': 'HSET + LPUSH', 'server_us_per_msg': 4.5},
             'rfq claim+commit': {'reason': 'redis-cli not found'},
             'round trip': {'msgs_per_s': 10_000, 'command': 'redis-benchmark -P 1'},
@@ -305,9 +318,17 @@ def test_ratios_and_targets() -> None:
     assert targets['publish_batch(1000) vs BullMQ addBulk(1000)']['ratio'] == pytest.approx(200_000 / 11_840)
     cc = targets['claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL']
     assert cc['met'] is None and cc['reason']
-    worker = targets['worker (no-op handler) vs BullMQ Worker']
-    assert worker['met'] is None and worker['against'] == 'bullmq worker (reference figure)'
-    assert targets['RSMQ send(1000) vs PyRSMQ sendMessage']['against'] == 'pyrsmq rsmq send(1)'
+    worker = targets['worker (no-op handler) vs BullMQ Worker']  # the best native worker row, any batch
+    assert worker['against'] == 'bullmq worker (reference figure)' and worker['impl'] == 'native-async'
+    assert worker['ratio'] == pytest.approx(20.0) and worker['met'] is True
+    rq = targets['worker (no-op handler) vs RQ SimpleWorker (burst)']
+    assert rq['ratio'] == pytest.approx(25_420 / 268) and rq['met'] is True
+    send = targets['RSMQ send(1000) vs PyRSMQ sendMessage']
+    assert send['against'] == 'pyrsmq rsmq send(1)' and send['ratio'] == pytest.approx(50.0) and send['met'] is True
+    recv = targets['RSMQ receive+delete(1000) vs PyRSMQ']
+    assert recv['ratio'] == pytest.approx(37.5) and recv['met'] is False
+    ceiling = targets['RSMQ receive+delete(1000) vs the ceiling of RSMQ per-message commands']
+    assert ceiling['impl'] == 'native-async' and ceiling['ratio'] == pytest.approx(1.5) and ceiling['met'] is True
     assert len(evaluate_targets(data)) == len(data['targets'])
 
 
@@ -369,7 +390,8 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     cells = {(row['operation'], row['batch'], row['impl']) for row in data['rows']}
     assert ('publish', 1, 'native') in cells and ('claim+commit', 10, 'pure') in cells
     assert ('rsmq send', 10, 'redis-py') in cells and ('stream read+ack', 1, 'redis-py') in cells
-    assert ('rsmq send', 10, 'native') not in cells  # only what an implementation registers
+    assert ('rsmq send', 10, 'native') in cells and ('rsmq send', 1, 'native-async') in cells
+    assert ('stream read+ack', 1, 'native') not in cells  # only what an implementation registers
     for row in data['rows']:
         assert row['note'] == '' and not row['partial'], row
         assert row['messages'] == 10 and row['msgs_per_s'] > 0  # 200 // 20 below batch 100
@@ -397,6 +419,33 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     assert data['rss']['published'] == 300 and data['rss']['peak_mib'] >= data['rss']['base_mib'] > 0
     assert data['scale'] is None
     assert r.dbsize() == 0  # every measurement deletes what it wrote
+
+
+def test_run_ferroq_rsmq_and_worker_rows(redis_url: str, r: Any) -> None:
+    cfg = tiny(
+        redis_url,
+        impls=('native', 'native-async', 'pure', 'pure-async'),
+        ops=('rsmq send', 'rsmq receive+delete', 'worker'),
+        ceiling=False,
+        latency=False,
+        rss_messages=0,
+    )
+    data = run(cfg, quiet=True)
+    cells = {(row['operation'], row['batch'], row['impl']): row for row in data['rows']}
+    assert set(cells) == {
+        (op, b, impl)
+        for op in ('rsmq send', 'rsmq receive+delete', 'worker')
+        for b in (1, 10)
+        for impl in ('native', 'native-async', 'pure', 'pure-async')
+    }
+    for row in data['rows']:
+        assert row['note'] == '' and not row['partial'], row
+        assert row['messages'] == 10 and row['msgs_per_s'] > 0 and row['client_us_per_msg'] > 0, row
+        assert row['pure_python'] == row['impl'].startswith('pure')
+    targets = {t['target']: t for t in data['targets']}
+    for label in ('worker (no-op handler) vs BullMQ Worker', 'worker (no-op handler) vs RQ SimpleWorker (burst)'):
+        assert targets[label]['impl'].startswith('native') and targets[label]['ratio'] > 0
+    assert data['leftover_keys'] == 0 and r.dbsize() == 0  # queues and topics deleted, rsmq:QUEUES emptied
 
 
 def test_run_scale(redis_url: str, r: Any) -> None:

@@ -76,11 +76,13 @@ def ferroq_claim_commit_stream(
     Token 1 is the delivery count of a first claim, so every commit is accepted, as the clients' are.
     """
     backlog, nextlog, prefix = rfq_keys(topic)
-    leases, deliveries = f'rfq:{topic}:leases', f'rfq:{topic}:deliveries'
+    leases, deliveries, delayed = (f'rfq:{topic}:{k}' for k in ('leases', 'deliveries', 'delayed'))
+    claim_keys = (backlog, nextlog, leases, deliveries, delayed)
     out = []
     for s in range(0, len(ids), batch):
         chunk = ids[s : s + batch]
-        out.append(resp('EVALSHA', claim_sha, 4, backlog, nextlog, leases, deliveries, len(chunk), 300_000, '', prefix))
+        # claim-5n: count, lease ms, no id moved by a blocking claim, no owner, the message key prefix
+        out.append(resp('EVALSHA', claim_sha, 5, *claim_keys, len(chunk), 300_000, '', '', prefix))
         keys = [prefix + i for i in chunk]
         tokens = [a for i in chunk for a in (i, '1')]
         out.append(resp('EVALSHA', commit_sha, 3 + len(chunk), nextlog, leases, deliveries, *keys, *tokens))
@@ -211,7 +213,7 @@ def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[by
         from ferroq.protocol import script_source
 
         ids = rfq_ids(n)
-        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-1n', 'claim-4n', 'commit-3n')]
+        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-1n', 'claim-5n', 'commit-3n')]
         claim_commit = ferroq_claim_commit_stream(name, ids, shas[1], shas[2])
         return ferroq_publish_stream(name, ids, body, shas[0]), lambda: None, claim_commit
     if c.family == 'rfq':

@@ -2,11 +2,10 @@
 
 To benchmark a new client or operation, write a session class (``setup``/``step``/``close``, see
 ``_registry``) and add it to an :class:`Impl` here; the matrix, the table, the JSON, the targets and
-``benches/`` pick it up. For example, ferroq's own RSMQ queues are one session class over
-``client.rsmq(name)`` registered as ``sessions[RSMQ_SEND]`` / ``sessions[RSMQ_RECV_DELETE]`` of the
-``native``, ``native-async``, ``pure`` and ``pure-async`` implementations (``prefill(ctx, 'rsmq', n)``
-fills a queue the RSMQ way); the worker is a session whose ``step(k)`` lets a worker with a no-op handler
-process ``k`` prefilled messages, registered as ``sessions[WORKER]``.
+``benches/`` pick it up. ferroq's four clients (``native``, ``native-async``, ``pure``, ``pure-async``)
+register three kinds of session: rfq topics (publish, claim+commit), RSMQ queues over ``client.rsmq(name)``
+(send, receive+delete) and the worker: ``ferroq.Worker`` (``AsyncWorker`` on the async clients) with a
+no-op handler, run in burst mode over the prefilled topic, so one step drains it (``Operation.drains``).
 """
 
 from __future__ import annotations
@@ -41,8 +40,16 @@ STREAM_PUBLISH = register_operation(Operation('stream publish', 'stream', 'strea
 STREAM_READ_ACK = register_operation(
     Operation('stream read+ack', 'stream', 'stream read+ack', 'XREADGROUP COUNT batch, then XACK of those ids')
 ).name
-# A worker with a no-op handler: the rows come with ferroq's worker (claim, handle, commit, on rfq topics).
-WORKER = register_operation(Operation('worker', 'rfq', 'rfq claim+commit', 'worker loop with a no-op handler')).name
+# A worker with a no-op handler (claim, handle, commit, on an rfq topic); the batch is its prefetch.
+WORKER = register_operation(
+    Operation(
+        'worker',
+        'rfq',
+        'rfq claim+commit',
+        'Worker / AsyncWorker, no-op handler, concurrency 1, prefetch = batch, burst mode over the prefill',
+        drains=True,
+    )
+).name
 
 _FIELD = 'payload'
 
@@ -182,35 +189,187 @@ class _AsyncTopicSession:
             cleanup(self.ctx, 'rfq')
 
 
+class _RsmqSession:
+    """send / receive+delete on one RSMQ queue with a ferroq client (native or pure, sync)."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.queue = client.rsmq(ctx.name)
+        self.msgs = [payload(ctx.cfg.size)] * ctx.batch
+
+    def setup(self, n: int) -> None:
+        if self.op == RSMQ_RECV_DELETE:
+            prefill(self.ctx, 'rsmq', n)  # creates the queue the way RSMQ does
+        else:
+            self.queue.create(maxsize=-1)
+        # one small cycle of each call first (net zero messages): opens the connections and loads the scripts
+        self.queue.send_batch(self.msgs[:1])
+        self.queue.send(self.msgs[0])
+        self.queue.delete_batch([m.id for m in self.queue.receive_batch(1)])
+        self.queue.delete(self.queue.receive().id)
+
+    def step(self, k: int) -> int:
+        if self.op == RSMQ_SEND:
+            if self.ctx.batch == 1:
+                self.queue.send(self.msgs[0])
+                return 1
+            return len(self.queue.send_batch(self.msgs[:k]))
+        if self.ctx.batch == 1:
+            msg = self.queue.receive()
+            return 0 if msg is None else int(self.queue.delete(msg.id))
+        return len(self.queue.delete_batch([m.id for m in self.queue.receive_batch(k)]))
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            cleanup(self.ctx, 'rsmq')
+
+
+class _AsyncRsmqSession:
+    """The same with a ferroq asyncio client."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.queue = client.rsmq(ctx.name)
+        self.msgs = [payload(ctx.cfg.size)] * ctx.batch
+
+    async def setup(self, n: int) -> None:
+        if self.op == RSMQ_RECV_DELETE:
+            prefill(self.ctx, 'rsmq', n)
+        else:
+            await self.queue.create(maxsize=-1)
+        await self.queue.send_batch(self.msgs[:1])
+        await self.queue.send(self.msgs[0])
+        await self.queue.delete_batch([m.id for m in await self.queue.receive_batch(1)])
+        await self.queue.delete((await self.queue.receive()).id)
+
+    async def step(self, k: int) -> int:
+        if self.op == RSMQ_SEND:
+            if self.ctx.batch == 1:
+                await self.queue.send(self.msgs[0])
+                return 1
+            return len(await self.queue.send_batch(self.msgs[:k]))
+        if self.ctx.batch == 1:
+            msg = await self.queue.receive()
+            return 0 if msg is None else int(await self.queue.delete(msg.id))
+        return len(await self.queue.delete_batch([m.id for m in await self.queue.receive_batch(k)]))
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            cleanup(self.ctx, 'rsmq')
+
+
+def _noop(msg: Any) -> None:
+    pass
+
+
+async def _async_noop(msg: Any) -> None:
+    pass
+
+
+def _worker_options(ctx: Context) -> dict[str, Any]:
+    # concurrency 1 as BullMQ's reference figure; the batch is how many messages one claim may take; a short
+    # poll, so the burst ends soon after the topic is empty; no harvester (nothing is left to requeue)
+    return {
+        'concurrency': 1,
+        'prefetch': ctx.batch,
+        'lease': LEASE,
+        'poll': 0.01,
+        'harvest_interval': None,
+        'burst': True,
+        'handle_signals': False,
+    }
+
+
+class _WorkerSession:
+    """``ferroq.Worker`` with a no-op handler: ``step`` runs one in burst mode until the topic is empty."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.warm = ctx, client, False
+
+    def setup(self, n: int) -> None:
+        if not self.warm:  # one small run first: opens the connections and loads the scripts
+            prefill(self.ctx, 'rfq', 10)
+            self.step(10)
+            self.warm = True
+        prefill(self.ctx, 'rfq', n)
+
+    def step(self, k: int) -> int:
+        import ferroq
+
+        return ferroq.Worker(self.client, self.ctx.name, _noop, **_worker_options(self.ctx)).run().committed
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            cleanup(self.ctx, 'rfq')
+
+
+class _AsyncWorkerSession:
+    """``ferroq.AsyncWorker`` with an ``async def`` no-op handler, the same way."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.warm = ctx, client, False
+
+    async def setup(self, n: int) -> None:
+        if not self.warm:
+            prefill(self.ctx, 'rfq', 10)
+            await self.step(10)
+            self.warm = True
+        prefill(self.ctx, 'rfq', n)
+
+    async def step(self, k: int) -> int:
+        import ferroq
+
+        worker = ferroq.AsyncWorker(self.client, self.ctx.name, _async_noop, **_worker_options(self.ctx))
+        return (await worker.run()).committed
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            cleanup(self.ctx, 'rfq')
+
+
 def _native_missing(cfg: Config) -> str | None:
     return None if importlib.util.find_spec('ferroq._ferroq') else 'the native module ferroq._ferroq is not built'
 
 
-def _sync_topic_factory(kind: str) -> Any:
-    def make(ctx: Context) -> _TopicSession:
-        if kind == 'native':
-            import ferroq
+def _new_client(kind: str, url: str, is_async: bool) -> Any:
+    if kind == 'native':
+        import ferroq
 
-            return _TopicSession(ctx, ferroq.Client(ctx.cfg.url))
-        import ferroq.pure
+        return ferroq.AsyncClient(url) if is_async else ferroq.Client(url)
+    import ferroq.pure
 
-        return _TopicSession(ctx, ferroq.pure.Client(ctx.cfg.url))
+    return ferroq.pure.AsyncClient(url) if is_async else ferroq.pure.Client(url)
+
+
+def _sync_factory(kind: str, session: Any) -> Any:
+    def make(ctx: Context) -> Any:
+        return session(ctx, _new_client(kind, ctx.cfg.url, is_async=False))
+
+    return make
+
+
+def _async_factory(kind: str, session: Any) -> Any:
+    async def make(ctx: Context) -> Any:  # the asyncio clients are made inside the running loop
+        return session(ctx, _new_client(kind, ctx.cfg.url, is_async=True))
 
     return make
 
 
-def _async_topic_factory(kind: str) -> Any:
-    async def make(ctx: Context) -> _AsyncTopicSession:
-        if kind == 'native':
-            import ferroq
-
-            return _AsyncTopicSession(ctx, ferroq.AsyncClient(ctx.cfg.url))
-        import ferroq.pure
-
-        return _AsyncTopicSession(ctx, ferroq.pure.AsyncClient(ctx.cfg.url))
-
-    return make
-
+_SESSIONS = {  # operation: (sync session, async session) of ferroq's clients
+    PUBLISH: (_TopicSession, _AsyncTopicSession),
+    CLAIM_COMMIT: (_TopicSession, _AsyncTopicSession),
+    RSMQ_SEND: (_RsmqSession, _AsyncRsmqSession),
+    RSMQ_RECV_DELETE: (_RsmqSession, _AsyncRsmqSession),
+    WORKER: (_WorkerSession, _AsyncWorkerSession),
+}
 
 for _kind, _pure in (('native', False), ('pure', True)):
     register(
@@ -218,7 +377,7 @@ for _kind, _pure in (('native', False), ('pure', True)):
             _kind,
             pure_python=_pure,
             doc=f'ferroq.{"Client" if _kind == "native" else "pure.Client"}',
-            sessions=dict.fromkeys((PUBLISH, CLAIM_COMMIT), _sync_topic_factory(_kind)),
+            sessions={op: _sync_factory(_kind, s) for op, (s, _) in _SESSIONS.items()},
             available=_native_missing if _kind == 'native' else lambda cfg: None,
         )
     )
@@ -227,7 +386,7 @@ for _kind, _pure in (('native', False), ('pure', True)):
             f'{_kind}-async',
             pure_python=_pure,
             doc=f'ferroq.{"AsyncClient" if _kind == "native" else "pure.AsyncClient"}, --concurrency tasks',
-            sessions=dict.fromkeys((PUBLISH, CLAIM_COMMIT), _async_topic_factory(_kind)),
+            sessions={op: _async_factory(_kind, a) for op, (_, a) in _SESSIONS.items()},
             is_async=True,
             available=_native_missing if _kind == 'native' else lambda cfg: None,
         )

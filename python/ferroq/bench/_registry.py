@@ -33,6 +33,9 @@ class Operation:
     family: str  # rfq, rsmq, stream, worker: which keys it writes, so which clean-up and prefill it needs
     ceiling: str | None
     doc: str
+    # One step handles every message setup made ready (a worker run in burst mode): the timed loop calls it
+    # once, from one task, and the step decides its own batching.
+    drains: bool = False
 
 
 class Session(Protocol):
@@ -134,6 +137,8 @@ async def _measure_async(impl: Impl, factory: AsyncFactory, ctx: Context, op: st
         state = {'issued': 0, 'done': 0, 'passes': 0}
         max_passes = 2 * (n // ctx.batch) + 10 * ctx.cfg.concurrency
 
+        tasks = 1 if OPERATIONS[op].drains else ctx.cfg.concurrency
+
         async def task() -> None:
             # bounded: all tasks together make at most max_passes calls
             while state['issued'] < n and state['passes'] < max_passes and time.perf_counter() <= deadline:
@@ -148,7 +153,7 @@ async def _measure_async(impl: Impl, factory: AsyncFactory, ctx: Context, op: st
                     return
 
         meter.start()
-        await asyncio.gather(*(task() for _ in range(ctx.cfg.concurrency)))
+        await asyncio.gather(*(task() for _ in range(tasks)))
         sample = meter.stop(state['done'])
     finally:
         await session.close()

@@ -28,7 +28,11 @@ ROUND_TRIP = 'round trip'
 # Peers that cannot run here (Node.js), as measured on this machine kind (shared/reference/perf.md §3).
 REFERENCE: dict[str, dict[str, Any]] = {
     'bullmq addBulk(1000)': {'msgs_per_s': 11_840.0, 'source': 'BullMQ 3.4.4 addBulk 1000, perf reference'},
-    'bullmq worker': {'msgs_per_s': 1_271.0, 'source': 'BullMQ 3.4.4 Worker, no-op processor, perf reference'},
+    'bullmq worker': {
+        'msgs_per_s': 1_271.0,
+        'source': 'BullMQ 3.4.4 Worker, no-op processor, concurrency 1 (1,227 at 50), perf reference',
+    },
+    'rq simpleworker': {'msgs_per_s': 268.0, 'source': 'RQ 3.0 SimpleWorker.work(burst=True), perf reference'},
 }
 
 
@@ -67,6 +71,7 @@ TARGETS = (
     Target('RSMQ receive+delete(1000) vs PyRSMQ', 'rsmq receive+delete', 1000, 'pyrsmq:rsmq receive+delete:1', 40.0),
     Target('publish_batch(1000) vs BullMQ addBulk(1000)', 'publish', 1000, 'ref:bullmq addBulk(1000)', 20.0),
     Target('worker (no-op handler) vs BullMQ Worker', 'worker', None, 'ref:bullmq worker', 20.0),
+    Target('worker (no-op handler) vs RQ SimpleWorker (burst)', 'worker', None, 'ref:rq simpleworker', 20.0),
 )
 
 
