@@ -52,7 +52,7 @@ class Client:
         connect_timeout: seconds to wait for a connection.
         command_timeout: seconds to wait for a reply (blocking claims add their block time).
         max_message_bytes: largest message accepted (sum of UTF-8 field and value lengths).
-        chunk_size: messages per atomic chunk (one round trip) in publish_batch.
+        chunk_size: messages per atomic chunk (one round trip) in publish_batch and publish_stream.
         client_name: ``CLIENT SETNAME`` of every connection.
 
     Raises:
@@ -135,6 +135,18 @@ class Topic:
         One round trip and one atomic script per chunk of ``chunk_size``. Every message is validated
         before anything is sent: one bad item raises BatchError and nothing is written.
         ``front=True`` puts the batch before everything waiting, still consumed in input order.
+        """
+    def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> int:
+        """Publish the messages of an iterable of any length (a generator); returns how many were published.
+
+        Pulls ``chunk_size`` messages at a time, checks them as publish_batch does and sends them as one
+        atomic script call, the GIL released; the next chunk is read while one is in flight (never more),
+        so memory stays bounded. Nothing is kept per message: use publish_batch for the ids.
+
+        Each chunk is atomic; chunks before an error stay published. A bad message raises BatchError
+        (indexes counted from the start of the stream) before its chunk is written; that error, or a failed
+        call (ConnectionFailed: the outcome of the chunk in flight is unknown), has ``published``: how many
+        messages the chunks before it held. An exception of the iterable itself propagates unchanged.
         """
     def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
@@ -237,6 +249,7 @@ class AsyncTopic:
     def name(self) -> str: ...
     async def publish(self, fields: Mapping[str, str], front: bool = False) -> str: ...
     async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]: ...
+    async def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> int: ...
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]: ...

@@ -28,7 +28,14 @@ __all__ = [
 
 
 class FerroqError(Exception):
-    """Base class of every error ferroq raises."""
+    """Base class of every error ferroq raises.
+
+    Attributes:
+        published: set by ``Topic.publish_stream`` on the error that stopped it: how many messages (whole
+            chunks) were published before it; None for errors of other calls.
+    """
+
+    published: int | None = None
 
 
 class ConnectionFailed(FerroqError):

@@ -296,6 +296,10 @@ impl AsyncTopic {
         run_async(py, self.inner.publish_batch_op(messages, &front))
     }
 
+    fn publish_stream<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.inner.publish_stream_op(messages))
+    }
+
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
     fn claim<'py>(
         &self,

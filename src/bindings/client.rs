@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyModuleNotFoundError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyIterator, PyString};
 
 use crate::bindings::convert::{self, repr};
 use crate::bindings::exceptions::{to_pyerr, IntoPy};
@@ -18,7 +18,7 @@ use crate::config::{Options, RawOptions};
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::keys::{Queue, TopicKeys};
-use crate::protocol::rfq;
+use crate::protocol::rfq::{self, Fields};
 
 /// An optional argument that tells "not given" from an explicit None (which is refused for most).
 pub struct Arg<'py>(pub Option<Bound<'py, PyAny>>);
@@ -335,6 +335,24 @@ impl TopicCore {
         ))
     }
 
+    /// Publishes `messages` chunk by chunk (see [`stream`]); the result is how many were published.
+    pub fn publish_stream_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
+        let max = self.core.opts.max_message_bytes;
+        let (pool, iter, keys) = self.pool_after(|| Ok(Arc::new(convert::iterator(messages, "messages")?.unbind())))?;
+        Ok(Box::pin(async move {
+            let (published, end) = stream(pool, keys, iter, max).await;
+            Ok(Box::new(move |py: Python<'_>| match end {
+                None => to_py(py, published),
+                Some(StreamEnd::Raised(e)) => Err(e),
+                Some(StreamEnd::Failed(err)) => {
+                    let e = to_pyerr(py, err);
+                    e.value(py).setattr("published", published)?;
+                    Err(e)
+                }
+            }) as Convert)
+        }))
+    }
+
     pub fn claim_op(
         &self,
         count: &Arg<'_>,
@@ -458,6 +476,94 @@ impl TopicCore {
             Some(q) => convert::queue(q),
         })?;
         Ok(op(async move { rfq::purge(&pool, &keys, queue).await }, to_py))
+    }
+}
+
+// ---- publish_stream ----------------------------------------------------------------------------------
+
+/// Why a stream stopped early: the iterable's own exception (passed on unchanged), or a ferroq error.
+enum StreamEnd {
+    Raised(PyErr),
+    Failed(Error),
+}
+
+/// The chunk being sent and its length; dropping it (a cancelled or interrupted call) aborts the send.
+struct InFlight(tokio::task::JoinHandle<Result<Vec<String>>>, usize);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The next chunk of the stream, pulled and checked on a blocking-pool thread with the GIL (a tokio
+/// worker never waits for the GIL).
+async fn pull(
+    iter: Arc<Py<PyIterator>>,
+    n: usize,
+    max: usize,
+    start: usize,
+) -> std::result::Result<Vec<Fields>, StreamEnd> {
+    let pulled = tokio::task::spawn_blocking(move || {
+        let mut out = None;
+        runtime::with_python(|py| {
+            out = Some(match convert::messages_chunk(iter.bind(py), n, max, start) {
+                Err(raised) => Err(StreamEnd::Raised(raised)),
+                Ok(checked) => checked.map_err(StreamEnd::Failed),
+            })
+        });
+        // Not run: the interpreter is exiting.
+        out.unwrap_or_else(|| Err(StreamEnd::Failed(Error::closed())))
+    })
+    .await;
+    pulled.unwrap_or_else(|e| {
+        Err(StreamEnd::Failed(Error::protocol(format!(
+            "reading the messages failed: {e}"
+        ))))
+    })
+}
+
+/// Publishes the messages of `iter` in chunks of `chunk_size`, each one `publish-1n` call like
+/// `publish_batch`. The next chunk is pulled and checked while the previous one is sent, and at most one
+/// is in flight, so memory stays bounded whatever the length. Returns how many messages were published,
+/// and why the stream stopped early if it did.
+async fn stream(
+    pool: Arc<Pool>,
+    keys: Arc<TopicKeys>,
+    iter: Arc<Py<PyIterator>>,
+    max: usize,
+) -> (usize, Option<StreamEnd>) {
+    let n = pool.opts.chunk_size;
+    let (mut published, mut pulled, mut exhausted) = (0, 0, false);
+    let mut in_flight: Option<InFlight> = None;
+    loop {
+        let chunk = if exhausted {
+            Ok(Vec::new())
+        } else {
+            pull(iter.clone(), n, max, pulled).await
+        };
+        if let Some(mut sent) = in_flight.take() {
+            match (&mut sent.0).await {
+                Ok(Ok(_ids)) => published += sent.1,
+                Ok(Err(e)) => return (published, Some(StreamEnd::Failed(e))),
+                Err(e) => {
+                    let e = Error::protocol(format!("publishing a chunk failed: {e}"));
+                    return (published, Some(StreamEnd::Failed(e)));
+                }
+            }
+        }
+        let msgs = match chunk {
+            Ok(msgs) if msgs.is_empty() => return (published, None),
+            Ok(msgs) => msgs,
+            Err(end) => return (published, Some(end)),
+        };
+        let len = msgs.len();
+        pulled += len;
+        // A short chunk means the iterator ended: it is not asked again.
+        exhausted = len < n;
+        let (pool, keys) = (pool.clone(), keys.clone());
+        let send = tokio::spawn(async move { rfq::publish_batch(&pool, &keys, msgs, false).await });
+        in_flight = Some(InFlight(send, len));
     }
 }
 
@@ -639,6 +745,10 @@ impl Topic {
     #[pyo3(signature = (messages, front=Arg::missing()), text_signature = "(self, /, messages, front=False)")]
     fn publish_batch(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, front: Arg<'_>) -> PyResult<Py<PyAny>> {
         run_sync(py, self.inner.publish_batch_op(messages, &front).py_err(py)?)
+    }
+
+    fn publish_stream(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.inner.publish_stream_op(messages).py_err(py)?)
     }
 
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyIterator, PyList, PyMapping, PyString, PyTuple, PyType,
+};
 
 use crate::errors::{Error, ErrorKind, Result};
 use crate::protocol::keys::{Queue, TopicKeys};
@@ -259,8 +261,8 @@ pub fn fields(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Fields> {
     Ok(out)
 }
 
-/// The items of a batch argument: any iterable except a str, bytes, mapping or Message.
-fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAny>>> {
+/// The iterator of a batch argument: any iterable except a str, bytes, mapping or Message.
+pub fn iterator<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Bound<'py, PyIterator>> {
     let py = obj.py();
     let single = obj.is_instance_of::<PyString>()
         || obj.is_instance_of::<PyBytes>()
@@ -274,34 +276,79 @@ fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAn
             type_name(obj)
         )));
     }
-    let not_iterable = || Error::invalid(format!("{what} must be an iterable, got {}", type_name(obj)));
-    let iter = obj.try_iter().map_err(|_| not_iterable())?;
-    iter.map(|item| item.map_err(|e| Error::invalid(format!("iterating {what} failed: {e}"))))
+    obj.try_iter()
+        .map_err(|_| Error::invalid(format!("{what} must be an iterable, got {}", type_name(obj))))
+}
+
+/// The items of a batch argument (see [`iterator`]).
+fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAny>>> {
+    iterator(obj, what)?
+        .map(|item| item.map_err(|e| Error::invalid(format!("iterating {what} failed: {e}"))))
         .collect()
 }
 
-/// Every message of a batch checked by `check`; BatchError listing each bad one.
-fn batch<T>(obj: &Bound<'_, PyAny>, check: impl Fn(&Bound<'_, PyAny>) -> Result<T>) -> Result<Vec<T>> {
-    let items = items(obj, "messages")?;
-    let total = items.len();
-    let mut out = Vec::with_capacity(total);
+/// Every item checked by `check`, or each bad one as (`start` + its index, error).
+fn checked<T>(
+    items: &[Bound<'_, PyAny>],
+    start: usize,
+    check: impl Fn(&Bound<'_, PyAny>) -> Result<T>,
+) -> std::result::Result<Vec<T>, Vec<(usize, Error)>> {
+    let mut out = Vec::with_capacity(items.len());
     let mut errors = Vec::new();
     for (index, item) in items.iter().enumerate() {
         match check(item) {
             Ok(f) => out.push(f),
-            Err(e) => errors.push((index, e)),
+            Err(e) => errors.push((start + index, e)),
         }
     }
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(validate::batch_error(errors, total))
+        Err(errors)
     }
+}
+
+/// Every message of a batch checked by `check`; BatchError listing each bad one.
+fn batch<T>(obj: &Bound<'_, PyAny>, check: impl Fn(&Bound<'_, PyAny>) -> Result<T>) -> Result<Vec<T>> {
+    let items = items(obj, "messages")?;
+    checked(&items, 0, check).map_err(|errors| validate::batch_error(errors, items.len()))
 }
 
 /// Every message of an rfq batch.
 pub fn messages(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Vec<Fields>> {
     batch(obj, |item| fields(item, max_bytes))
+}
+
+/// A bad chunk of a stream (the pure client words it the same).
+fn chunk_error(errors: Vec<(usize, Error)>, total: usize, start: usize) -> Error {
+    let message = format!(
+        "{} of {total} messages in the chunk from index {start} are invalid; nothing of that chunk was written",
+        errors.len()
+    );
+    Error::new(ErrorKind::Batch(errors), message)
+}
+
+/// The next chunk of a stream: up to `n` messages pulled from `iter` (fewer only at its end), checked as
+/// a batch. `start` is the stream index of the first, so a BatchError names stream indexes. The outer
+/// error is the iterator's own exception, passed on unchanged.
+pub fn messages_chunk(
+    iter: &Bound<'_, PyIterator>,
+    n: usize,
+    max_bytes: usize,
+    start: usize,
+) -> PyResult<Result<Vec<Fields>>> {
+    let mut iter = iter.clone();
+    let mut items = Vec::with_capacity(n);
+    while items.len() < n {
+        match iter.next() {
+            Some(item) => items.push(item?),
+            None => break,
+        }
+    }
+    Ok(
+        checked(&items, start, |item| fields(item, max_bytes))
+            .map_err(|errors| chunk_error(errors, items.len(), start)),
+    )
 }
 
 pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {

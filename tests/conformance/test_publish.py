@@ -1,11 +1,18 @@
-"""publish / publish_batch: ids, rfq's key layout, FIFO and front order, chunking."""
+"""publish / publish_batch / publish_stream: ids, rfq's key layout, FIFO and front order, chunking, streaming."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 import uuid
+
+import pytest
 
 from _checks import assert_rfq_id, bodies, message_keys
 from _redis import commandstats
+from ferroq.exceptions import BatchError, InvalidArgument, InvalidMessage
 
 
 def test_publish_stores_rfq_layout(client, r):
@@ -115,3 +122,146 @@ def test_large_chunks_and_wide_messages(make_client, redis_url, r):
     assert claimed[-1].fields == wide
     assert sorted(t.commit(claimed)) == sorted([*ids, wide_id])
     assert r.dbsize() == 0
+
+
+# ---- publish_stream ------------------------------------------------------------------------------------
+
+
+def test_publish_stream_fifo_across_chunks(make_client, redis_url, r):
+    client = make_client(redis_url, chunk_size=3)
+    t = client.topic('jobs')
+    t.publish({'n': 'warm-up'})  # loads the script, so no NOSCRIPT round trip is counted below
+    assert bodies(t.claim()) == ['warm-up']
+    r.config_resetstat()
+    assert t.publish_stream({'n': str(i), 'sq': str(i * i)} for i in range(10)) == 10
+    stats = commandstats(r)
+    assert stats.get('evalsha', 0) + stats.get('eval', 0) == 4, stats  # ceil(10 / 3) chunks, one call each
+    assert r.llen('rfq:jobs:backlog') == 10
+    claimed = t.claim(count=20)
+    assert bodies(claimed) == [str(i) for i in range(10)]
+    assert [m.fields for m in claimed] == [{'n': str(i), 'sq': str(i * i)} for i in range(10)]
+    for m in claimed:
+        assert_rfq_id(m.id)
+
+
+def test_publish_stream_exact_chunks_and_lists(make_client, redis_url):
+    t = make_client(redis_url, chunk_size=3).topic('jobs')
+    assert t.publish_stream([{'n': str(i)} for i in range(6)]) == 6
+    assert t.publish_stream(iter([{'n': '6'}])) == 1
+    assert bodies(t.claim(count=10)) == [str(i) for i in range(7)]
+
+
+def test_publish_stream_pulls_lazily(make_client, redis_url, r):
+    t = make_client(redis_url, chunk_size=3).topic('jobs')
+    seen: list[int] = []  # the backlog length when each message was pulled
+
+    def messages():
+        for i in range(12):
+            seen.append(r.llen('rfq:jobs:backlog'))
+            yield {'n': str(i)}
+
+    assert t.publish_stream(messages()) == 12
+    # At most one chunk is in flight: when a message of chunk c is pulled, chunks before c - 1 are written.
+    for i, backlog in enumerate(seen):
+        assert backlog >= 3 * max(0, i // 3 - 1), seen
+    assert seen[-1] >= 6, seen
+    assert bodies(t.claim(count=12)) == [str(i) for i in range(12)]
+
+
+def test_publish_stream_bad_item_keeps_earlier_chunks(make_client, redis_url, r):
+    t = make_client(redis_url, chunk_size=3).topic('jobs')
+    messages = [{'n': '0'}, {'n': '1'}, {'n': '2'}, {'n': '3'}, {'n': 4}, {}, {'n': '6'}, {'n': '7'}]
+    with pytest.raises(BatchError) as info:
+        t.publish_stream(iter(messages))
+    exc = info.value
+    assert exc.published == 3
+    assert [index for index, _ in exc.errors] == [4, 5]  # counted from the start of the stream
+    assert all(isinstance(e, InvalidMessage) for _, e in exc.errors)
+    assert 'from index 3' in str(exc)
+    # The first chunk is published; nothing of the second (not even its good message 3) is written.
+    assert r.llen('rfq:jobs:backlog') == 3
+    assert r.dbsize() == 4
+    assert bodies(t.claim(count=10)) == ['0', '1', '2']
+
+
+def test_publish_stream_bad_first_chunk_writes_nothing(make_client, redis_url, r):
+    t = make_client(redis_url, chunk_size=3).topic('jobs')
+    with pytest.raises(BatchError) as info:
+        t.publish_stream([{'n': '0'}, 'not a mapping'])
+    assert info.value.published == 0
+    assert [index for index, _ in info.value.errors] == [1]
+    assert r.dbsize() == 0
+
+
+def test_publish_stream_iterable_error_propagates_unchanged(make_client, redis_url, r):
+    t = make_client(redis_url, chunk_size=3).topic('jobs')
+
+    class Boom(Exception):
+        pass
+
+    def messages():
+        for i in range(4):
+            yield {'n': str(i)}
+        raise Boom('the source failed')
+
+    with pytest.raises(Boom, match='the source failed'):
+        t.publish_stream(messages())
+    assert bodies(t.claim(count=10)) == ['0', '1', '2']  # the chunk before the error; message 3 is dropped
+
+
+def test_publish_stream_empty_is_a_no_op(client, r):
+    r.config_resetstat()
+    assert client.topic('jobs').publish_stream(iter([])) == 0
+    assert client.topic('jobs').publish_stream([]) == 0
+    assert r.dbsize() == 0
+    stats = commandstats(r)
+    assert stats.get('evalsha', 0) + stats.get('eval', 0) == 0, stats
+
+
+@pytest.mark.parametrize('bad', [{'n': '1'}, 'abc', b'abc', 42, None])
+def test_publish_stream_refuses_non_iterables(client, r, bad):
+    with pytest.raises(InvalidArgument):
+        client.topic('jobs').publish_stream(bad)
+    assert r.dbsize() == 0
+
+
+_RSS_CHILD = textwrap.dedent(
+    """
+    import json, resource, sys
+    import ferroq
+
+    url, method, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    t = ferroq.Client(url).topic('rss')
+    t.publish_batch([{'payload': 'warm-up'}])  # connect and load the script before the baseline
+    body = 'x' * 200
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = getattr(t, method)({'payload': body} for _ in range(n))
+    count = result if isinstance(result, int) else len(result)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({'count': count, 'growth_kb': peak - base}))
+    """
+)
+
+
+def _rss_growth_mb(redis_url: str, method: str, n: int) -> float:
+    out = subprocess.run(
+        [sys.executable, '-c', _RSS_CHILD, redis_url, method, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report['count'] == n
+    return float(report['growth_kb']) / 1024  # ru_maxrss is in KiB on Linux
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='ru_maxrss is in KiB on Linux only')
+def test_publish_stream_memory_stays_bounded(redis_url, r):
+    n = 300_000
+    streamed = _rss_growth_mb(redis_url, 'publish_stream', n)
+    r.flushdb()
+    batched = _rss_growth_mb(redis_url, 'publish_batch', n)
+    # 300k messages of 200 bytes: materialising them costs well over 100 MB; a few chunks of 1000 do not.
+    assert streamed < 40, (streamed, batched)
+    assert batched > streamed + 60, (streamed, batched)

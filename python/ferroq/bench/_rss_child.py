@@ -1,4 +1,4 @@
-"""Publish N messages from a generator in one ``publish_batch`` call; run by ``ferroq bench`` to watch its RSS.
+"""Publish N messages from a generator in one ``publish_stream`` call; run by ``ferroq bench`` to watch its RSS.
 
 Input (argv[1], JSON): ``{url, topic, n, size, impl}`` with impl ``native`` or ``pure``. It prints ``ready``
 once connected (the parent takes the baseline RSS then), and at the end one JSON line
@@ -38,9 +38,9 @@ def main() -> None:
 
     print('ready', flush=True)
     start = time.perf_counter()
-    ids = topic.publish_batch(messages())
+    published = topic.publish_stream(messages())
     seconds = time.perf_counter() - start
-    print(json.dumps({'published': len(ids), 'seconds': seconds}), flush=True)
+    print(json.dumps({'published': published, 'seconds': seconds}), flush=True)
     client.close()
 
 

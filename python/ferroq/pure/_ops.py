@@ -16,13 +16,14 @@ Arguments are validated before the first request is yielded, so bad input never 
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
 import re
 import time
 import uuid
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar, Union
@@ -298,26 +299,48 @@ def check_fields(fields: object, max_bytes: int) -> list[str]:
     return flat
 
 
-def _iterable(items: object, what: str) -> list[Any]:
+def _iterator(items: object, what: str) -> Iterator[Any]:
     if isinstance(items, (str, bytes, bytearray, Mapping, Message)):
         raise InvalidArgument(f'{what} must be an iterable of items, not a single {type(items).__name__}')
     if not isinstance(items, Iterable):
         raise InvalidArgument(f'{what} must be an iterable, got {type(items).__name__}')
-    return list(items)
+    return iter(items)
+
+
+def _iterable(items: object, what: str) -> list[Any]:
+    return list(_iterator(items, what))
+
+
+def _checked(items: list[Any], max_bytes: int, start: int = 0) -> tuple[list[list[str]], list[tuple[int, FerroqError]]]:
+    """The publish arguments of each message, and each bad one as (``start`` + its index, error)."""
+    out: list[list[str]] = []
+    errors: list[tuple[int, FerroqError]] = []
+    for index, fields in enumerate(items, start):
+        try:
+            out.append(check_fields(fields, max_bytes))
+        except InvalidMessage as exc:
+            errors.append((index, exc))
+    return out, errors
 
 
 def check_batch(messages: object, max_bytes: int) -> list[list[str]]:
     """Validate every message of a batch; BatchError (listing each bad one) if any is invalid."""
     items = _iterable(messages, 'messages')
-    out: list[list[str]] = []
-    errors: list[tuple[int, FerroqError]] = []
-    for index, fields in enumerate(items):
-        try:
-            out.append(check_fields(fields, max_bytes))
-        except InvalidMessage as exc:
-            errors.append((index, exc))
+    out, errors = _checked(items, max_bytes)
     if errors:
         raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
+    return out
+
+
+def check_chunk(items: list[Any], max_bytes: int, start: int) -> list[list[str]]:
+    """Validate one chunk of a stream; its BatchError names stream indexes (the Rust core words it the same)."""
+    out, errors = _checked(items, max_bytes, start)
+    if errors:
+        raise BatchError(
+            f'{len(errors)} of {len(items)} messages in the chunk from index {start} are invalid; '
+            'nothing of that chunk was written',
+            errors=errors,
+        )
     return out
 
 
@@ -629,6 +652,28 @@ def publish_batch(
     if not items:
         return []
     return (yield from _publish(ctx, topic, items, front))
+
+
+def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
+    """Publish chunk by chunk, pulling ``chunk_size`` messages at a time: memory stays bounded.
+
+    Each chunk is checked, then sent as one ``publish-1n`` call. A ferroq error (a bad chunk, a failed
+    call) gets ``published``: the messages of the chunks before it. The iterable's own errors pass unchanged.
+    """
+    source = _iterator(messages, 'messages')
+    published = 0
+    while True:
+        items = list(itertools.islice(source, ctx.chunk_size))
+        if not items:
+            return published
+        try:
+            yield from _publish(ctx, topic, check_chunk(items, ctx.max_message_bytes, published), False)
+        except FerroqError as exc:
+            exc.published = published
+            raise
+        published += len(items)
+        if len(items) < ctx.chunk_size:  # the iterator ended: it is not asked again
+            return published
 
 
 def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: bool) -> Plan[list[str]]:

@@ -242,6 +242,10 @@ class AsyncTopic:
     async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]:
         return await self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
 
+    async def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> int:
+        """Publish from a (sync) iterable chunk by chunk; returns how many (see ``Topic.publish_stream``)."""
+        return await self._client._run(_ops.publish_stream(self._ctx, self._keys, messages))
+
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]:

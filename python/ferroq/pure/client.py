@@ -256,6 +256,15 @@ class Topic:
         """Publish many messages (validated first, written in atomic chunks); returns their ids in input order."""
         return self._client._run(_ops.publish_batch(self._ctx, self._keys, messages, front))
 
+    def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> int:
+        """Publish from an iterable of any length, ``chunk_size`` messages per atomic call; returns how many.
+
+        Memory stays bounded: each chunk is pulled, checked and sent before the next is pulled. A bad message
+        raises BatchError before its chunk is written; that error, or a failed call, carries ``published``
+        (the messages of the chunks before it, which stay published). The iterable's own errors pass unchanged.
+        """
+        return self._client._run(_ops.publish_stream(self._ctx, self._keys, messages))
+
     def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]:
