@@ -146,7 +146,7 @@ def measure_rss(cfg: Config, admin: Admin, impl: str, n: int, progress: Progress
     name = f'fqb-{cfg.run_id}-rss'
     job = {'url': cfg.url, 'topic': name, 'n': n, 'size': cfg.size, 'impl': impl}
     out: dict[str, Any] = {'impl': impl, 'messages': n}
-    progress.begin(f'RSS: publish_batch of a {n:,}-message generator ({impl})', 0)
+    progress.begin(f'RSS: publish_stream of a {n:,}-message generator ({impl})', 0)
     proc = subprocess.Popen(
         [sys.executable, '-m', 'ferroq.bench._rss_child', json.dumps(job)],
         stdout=subprocess.PIPE,

@@ -283,7 +283,7 @@ def _notes(data: dict[str, Any]) -> list[str]:
         rate = f', {_num(rss["msgs_per_s"])} msgs/s' if rss.get('msgs_per_s') else ''
         verdict = {True: 'bounded', False: 'grows with the input', None: 'no growth seen at this size'}[rss['bounded']]
         out.append(
-            f'Memory, {rss["impl"]} publish_batch of a {rss["messages"]:,}-message generator: RSS '
+            f'Memory, {rss["impl"]} publish_stream of a {rss["messages"]:,}-message generator: RSS '
             f'{rss["base_mib"]:.0f} → {rss["peak_mib"]:.0f} MiB, {rss["bytes_per_msg"]:.0f} bytes/msg{rate}: '
             f'{verdict}.' + (f' {rss["reason"]}.' if rss.get('reason') else '')
         )
