@@ -25,6 +25,8 @@ from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_k
 __all__ = ['CEILINGS', 'Ceiling', 'measure_ceilings', 'resp', 'tool_target']
 
 ROUND_TRIP = 'round trip'
+#: The raw server ceiling of one write command with a deep pipeline (redis-benchmark -P 64 LPUSH).
+LPUSH_P64 = 'lpush -P 64'
 
 
 def resp(*args: str | bytes | int) -> bytes:
@@ -232,15 +234,28 @@ def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[by
     return xadd_stream(key, n, body), group, xread_ack_stream(key, n)
 
 
-def _round_trip(exe: str, url: str, n: int, timeout: float) -> dict[str, Any]:
-    args = ['-P', '1', '-c', '1', '-n', str(n), '-q', '-t', 'ping_mbulk']
+def _redis_benchmark(exe: str, url: str, args: list[str], timeout: float) -> dict[str, Any]:
     proc = subprocess.run(
         [exe, *tool_target(url, 'redis-benchmark'), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     rates = re.findall(r'([0-9.]+) requests per second', proc.stdout)
     if proc.returncode != 0 or not rates:
         raise BenchError(f'redis-benchmark failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[:200]}')
-    return {'command': 'redis-benchmark ' + ' '.join(args), 'msgs_per_s': float(rates[-1]), 'messages': n}
+    return {'command': 'redis-benchmark ' + ' '.join(args), 'msgs_per_s': float(rates[-1])}
+
+
+def _round_trip(exe: str, url: str, n: int, timeout: float) -> dict[str, Any]:
+    args = ['-P', '1', '-c', '1', '-n', str(n), '-q', '-t', 'ping_mbulk']
+    return {**_redis_benchmark(exe, url, args, timeout), 'messages': n}
+
+
+def _lpush_pipelined(exe: str, url: str, key: str, n: int, timeout: float, admin: Admin) -> dict[str, Any]:
+    """LPUSH of a 32-character id into a key of this run (never redis-benchmark's own ``mylist``)."""
+    args = ['-P', '64', '-n', str(n), '-q', 'LPUSH', key, '0' * 32]
+    try:
+        return {**_redis_benchmark(exe, url, args, timeout), 'messages': n}
+    finally:
+        admin.r.delete(key)
 
 
 def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progress: Progress) -> dict[str, Any]:
@@ -281,10 +296,18 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
             progress.end(f'{out[ROUND_TRIP]["msgs_per_s"]:,.0f} round trips/s (redis-benchmark -P 1 -c 1)')
         except (BenchError, subprocess.TimeoutExpired, OSError) as exc:
             out[ROUND_TRIP] = {'reason': str(exc)}
+        try:
+            progress.begin('LPUSH -P 64 (redis-benchmark)', 0)
+            n_lpush = 100_000 if cfg.quick else 1_000_000
+            key = f'fqb-{cfg.run_id}-lpush'
+            out[LPUSH_P64] = _lpush_pipelined(bench, cfg.url, key, n_lpush, cfg.time_limit + 60, admin)
+            progress.end(f'{out[LPUSH_P64]["msgs_per_s"]:,.0f} LPUSH/s (redis-benchmark -P 64)')
+        except (BenchError, subprocess.TimeoutExpired, OSError, *REDIS_ERRORS) as exc:
+            out[LPUSH_P64] = {'reason': str(exc)}
     return out
 
 
 def ceiling_count(families: Iterable[str]) -> int:
     """How many progress steps :func:`measure_ceilings` takes."""
     wanted = set(families)
-    return 2 * sum(1 for c in CEILINGS if c.family in wanted) + 1
+    return 2 * sum(1 for c in CEILINGS if c.family in wanted) + 2
