@@ -1,4 +1,4 @@
-//! The wire protocols, in pure Rust (no pyo3): key layout, validation, ids and batch-first operations.
+//! The wire protocols, in plain Rust (no Python bindings): key layout, validation, ids and batch-first operations.
 
 pub mod common;
 pub mod ids;

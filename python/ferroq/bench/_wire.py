@@ -11,6 +11,7 @@ import random
 import secrets
 import string
 import time
+from importlib import resources
 
 __all__ = [
     'RSMQ_RECEIVE',
@@ -22,23 +23,7 @@ __all__ = [
 ]
 
 # RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms.
-RSMQ_RECEIVE = """local msg = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", KEYS[2], "LIMIT", "0", "1")
-if #msg == 0 then
-	return {}
-end
-redis.call("ZADD", KEYS[1], KEYS[3], msg[1])
-redis.call("HINCRBY", KEYS[1] .. ":Q", "totalrecv", 1)
-local mbody = redis.call("HGET", KEYS[1] .. ":Q", msg[1])
-local rc = redis.call("HINCRBY", KEYS[1] .. ":Q", msg[1] .. ":rc", 1)
-local o = {msg[1], mbody, rc}
-if rc==1 then
-	redis.call("HSET", KEYS[1] .. ":Q", msg[1] .. ":fr", KEYS[2])
-	table.insert(o, KEYS[2])
-else
-	local fr = redis.call("HGET", KEYS[1] .. ":Q", msg[1] .. ":fr")
-	table.insert(o, fr)
-end
-return o"""
+RSMQ_RECEIVE = (resources.files(__package__) / 'rsmq_receive.lua').read_text(encoding='utf-8')
 
 _ALNUM = string.ascii_letters + string.digits
 _B36 = string.digits + string.ascii_lowercase
