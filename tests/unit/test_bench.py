@@ -133,7 +133,10 @@ def test_registry_has_the_matrix() -> None:
     assert OPERATIONS['worker'].drains and not OPERATIONS['claim+commit'].drains
 
 
-def test_plan_filters_and_reports_unavailable(tmp_path: Path) -> None:
+def test_plan_filters_and_reports_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No rfq interpreter anywhere: not the one given, not from the environment, not ./.venv-rfq.
+    monkeypatch.delenv('FERROQ_BENCH_RFQ_PYTHON', raising=False)
+    monkeypatch.chdir(tmp_path)
     cfg = Config(url='u', batches=(1, 1000), impls=('native', 'rfq'), ops=('publish',), rfq_python=str(tmp_path / 'x'))
     cells, unavailable = plan(cfg)
     assert [(op, b, i.name) for op, b, i in cells] == [('publish', 1, 'native'), ('publish', 1000, 'native')]

@@ -171,13 +171,26 @@ class Admin:
         return found
 
     def sweep(self, pattern: str) -> int:
-        """Delete every key matching ``pattern`` (UNLINK, so big keys go in the background); returns how many."""
+        """Delete every key matching ``pattern`` (UNLINK, so big keys go in the background); returns how many.
+
+        One SCAN cursor walks the whole keyspace while its finds are deleted: restarting at cursor 0 after
+        each deletion would walk the emptied buckets again and again (quadratic on 10M keys). A key the
+        walk may miss (written during it) is caught by the next walk; walks repeat until one finds nothing.
+        """
         deleted = 0
-        for _ in range(100_000):  # bounded: each pass deletes up to 10000 keys
-            keys = self.scan_keys(pattern, limit=10_000)
-            if not keys:
+        for _ in range(100):  # bounded: a walk finds nothing once the writers of the pattern are gone
+            found = 0
+            batch: list[Any] = []
+            for key in self.r.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) == 1000:
+                    found += int(self.r.unlink(*batch))
+                    batch = []
+            if batch:
+                found += int(self.r.unlink(*batch))
+            deleted += found
+            if not found:
                 break
-            deleted += sum(int(self.r.unlink(*keys[i : i + 1000])) for i in range(0, len(keys), 1000))
         return deleted
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ferroq.bench._common import LEASE, Admin, Config, Meter, Progress, payload
-from ferroq.bench._impls import prefill
+from ferroq.bench._impls import prefill, sweep_topic
 from ferroq.bench._registry import Context
 
 __all__ = ['measure_latency', 'measure_rss', 'measure_scale', 'percentile', 'rss_verdict']
@@ -176,7 +176,7 @@ def measure_rss(cfg: Config, admin: Admin, impl: str, n: int, progress: Progress
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-        admin.sweep(f'rfq:{name}:*')
+        sweep_topic(cfg.url, admin, name)
     growth = (peak - base) / 1024
     out.update({'base_mib': base / 1024, 'peak_mib': peak / 1024, 'growth_mib': growth})
     out['bytes_per_msg'] = growth * 1024 * 1024 / n if n else None

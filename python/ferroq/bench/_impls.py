@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from ferroq.bench._common import LEASE, Config, Progress, Row, Sample, payload
+from ferroq.bench._common import LEASE, Admin, Config, Progress, Row, Sample, payload
 from ferroq.bench._registry import OPERATIONS, Context, Impl, Operation, register, register_operation
 from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
 
@@ -116,9 +116,17 @@ def rsmq_create(r: redis.Redis, qname: str) -> None:
     r.sadd('rsmq:QUEUES', qname)
 
 
+def sweep_topic(url: str, admin: Admin, name: str) -> None:
+    """Delete an rfq topic of the run: purge (server-side, in slices) its queued messages, then sweep the rest."""
+    topic = _writer(url).topic(name)
+    for queue in ('backlog', 'nextlog'):
+        topic.purge(queue)
+    admin.sweep(f'rfq:{name}:*')
+
+
 def cleanup(ctx: Context, family: str) -> None:
     if family == 'rfq':
-        ctx.admin.sweep(f'rfq:{ctx.name}:*')
+        sweep_topic(ctx.cfg.url, ctx.admin, ctx.name)
     elif family == 'rsmq':
         ctx.admin.r.unlink(*rsmq_keys(ctx.name))
         ctx.admin.r.srem('rsmq:QUEUES', ctx.name)
