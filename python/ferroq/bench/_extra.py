@@ -154,37 +154,41 @@ def measure_rss(cfg: Config, admin: Admin, impl: str, n: int, progress: Progress
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        if proc.stdout.readline().strip() != 'ready':
-            raise RuntimeError(f'the publisher did not start: {proc.communicate(timeout=30)[1][-300:]}')
-        base = peak = _rss_kib(proc.pid) or 0
-        deadline = time.monotonic() + max(cfg.time_limit, n / 5_000)  # bounded: at least 5k msgs/s
-        while proc.poll() is None and time.monotonic() < deadline:
-            peak = max(peak, _rss_kib(proc.pid) or 0)
-            time.sleep(0.02)
-        if proc.poll() is None:
-            proc.kill()
-            out['reason'] = 'stopped at the time limit'
-        stdout, stderr = proc.communicate(timeout=60)
-        if proc.returncode == 0 and stdout.strip():
-            result = json.loads(stdout.strip().splitlines()[-1])
-            out.update(result)
-            out['msgs_per_s'] = result['published'] / result['seconds'] if result['seconds'] else None
-        elif 'reason' not in out:
-            out['reason'] = f'the publisher failed: {stderr.strip()[-300:]}'
+        try:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != 'ready':
+                raise RuntimeError(f'the publisher did not start: {proc.communicate(timeout=30)[1][-300:]}')
+            base = peak = _rss_kib(proc.pid) or 0
+            deadline = time.monotonic() + max(cfg.time_limit, n / 5_000)  # bounded: at least 5k msgs/s
+            while proc.poll() is None and time.monotonic() < deadline:
+                peak = max(peak, _rss_kib(proc.pid) or 0)
+                time.sleep(0.02)
+            if proc.poll() is None:
+                proc.kill()
+                out['reason'] = 'stopped at the time limit'
+            stdout, stderr = proc.communicate(timeout=60)
+            if proc.returncode == 0 and stdout.strip():
+                result = json.loads(stdout.strip().splitlines()[-1])
+                out.update(result)
+                out['msgs_per_s'] = result['published'] / result['seconds'] if result['seconds'] else None
+            elif 'reason' not in out:
+                out['reason'] = f'the publisher failed: {stderr.strip()[-300:]}'
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        growth = (peak - base) / 1024
+        out.update({'base_mib': base / 1024, 'peak_mib': peak / 1024, 'growth_mib': growth})
+        out['bytes_per_msg'] = growth * 1024 * 1024 / n if n else None
+        out['bounded'] = rss_verdict(growth, out['bytes_per_msg'] or 0.0, n)
+        verdict = {True: 'bounded', False: 'grows with the input', None: 'no growth seen at this size'}
+        progress.end(
+            f'RSS {base / 1024:.0f} → {peak / 1024:.0f} MiB ({out["bytes_per_msg"]:.0f} B/msg): '
+            + verdict[out['bounded']]
+            + ' (deleting the messages…)'
+        )
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        sweep_topic(cfg.url, admin, name)
-    growth = (peak - base) / 1024
-    out.update({'base_mib': base / 1024, 'peak_mib': peak / 1024, 'growth_mib': growth})
-    out['bytes_per_msg'] = growth * 1024 * 1024 / n if n else None
-    out['bounded'] = rss_verdict(growth, out['bytes_per_msg'] or 0.0, n)
-    verdict = {True: 'bounded', False: 'grows with the input', None: 'no growth seen at this size'}
-    progress.end(
-        f'RSS {base / 1024:.0f} → {peak / 1024:.0f} MiB ({out["bytes_per_msg"]:.0f} B/msg): ' + verdict[out['bounded']]
-    )
+        sweep_topic(cfg.url, admin, name)  # after the report: deleting 10M messages takes a while
     return out
 
 
