@@ -115,24 +115,39 @@ fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str
     cmd
 }
 
+/// Decodes claim-5n's (and resume-3's) flat reply: `now_ms`, then per message `topic_index, id,
+/// deliveries, nfields` and its `nfields` field/value pairs.
 fn decode_claim(reply: Value, ntopics: usize) -> Result<Vec<Claimed>> {
-    let [_now, items] = take::<2>(reply, "claim reply")?;
-    array(items)?
-        .into_iter()
-        .map(|item| {
-            let [ti, id, d, body] = take::<4>(item, "claimed message")?;
-            let ti = int(ti)?;
-            if ti < 1 || ti as usize > ntopics {
-                return Err(Error::protocol(format!("claim reply names topic {ti} of {ntopics}")));
-            }
-            Ok(Claimed {
-                topic: ti as usize - 1,
-                id: string(id)?,
-                deliveries: int(d)?,
-                fields: pairs(body)?,
-            })
-        })
-        .collect()
+    let mut items = array(reply)?.into_iter();
+    items.next().ok_or_else(|| Error::protocol("claim reply: no time"))?;
+    let mut out = Vec::new();
+    while let Some(ti) = items.next() {
+        let mut next = || {
+            items
+                .next()
+                .ok_or_else(|| Error::protocol("claim reply: a message is cut short"))
+        };
+        let ti = int(ti)?;
+        if ti < 1 || ti as usize > ntopics {
+            return Err(Error::protocol(format!("claim reply names topic {ti} of {ntopics}")));
+        }
+        let id = string(next()?)?;
+        let deliveries = int(next()?)?;
+        let nfields =
+            usize::try_from(int(next()?)?).map_err(|_| Error::protocol("claim reply: negative field count"))?;
+        let mut fields = Vec::with_capacity(nfields);
+        for _ in 0..nfields {
+            let (k, v) = (string(next()?)?, string(next()?)?);
+            fields.push((k, v));
+        }
+        out.push(Claimed {
+            topic: ti as usize - 1,
+            id,
+            deliveries,
+            fields,
+        });
+    }
+    Ok(out)
 }
 
 /// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many
@@ -513,32 +528,45 @@ mod tests {
         let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let reply = Value::Array(vec![
             Value::Int(1),
-            Value::Array(vec![Value::Array(vec![
-                Value::Int(2),
-                b("id1"),
-                Value::Int(3),
-                Value::Array(vec![b("k"), b("v")]),
-            ])]),
+            Value::Int(2),
+            b("id1"),
+            Value::Int(3),
+            Value::Int(1),
+            b("k"),
+            b("v"),
+            Value::Int(1),
+            b("id2"),
+            Value::Int(1),
+            Value::Int(0),
         ]);
         let got = decode_claim(reply, 2).unwrap();
         assert_eq!(
             got,
-            vec![Claimed {
-                topic: 1,
-                id: "id1".into(),
-                deliveries: 3,
-                fields: vec![("k".into(), "v".into())]
-            }]
+            vec![
+                Claimed {
+                    topic: 1,
+                    id: "id1".into(),
+                    deliveries: 3,
+                    fields: vec![("k".into(), "v".into())]
+                },
+                Claimed {
+                    topic: 0,
+                    id: "id2".into(),
+                    deliveries: 1,
+                    fields: vec![]
+                }
+            ]
         );
-        let bad = Value::Array(vec![
+        let bad_topic = Value::Array(vec![Value::Int(1), Value::Int(3), b("x"), Value::Int(1), Value::Int(0)]);
+        assert!(decode_claim(bad_topic, 2).is_err());
+        let cut_short = Value::Array(vec![
             Value::Int(1),
-            Value::Array(vec![Value::Array(vec![
-                Value::Int(3),
-                b("x"),
-                Value::Int(1),
-                Value::Array(vec![]),
-            ])]),
+            Value::Int(1),
+            b("x"),
+            Value::Int(1),
+            Value::Int(1),
+            b("k"),
         ]);
-        assert!(decode_claim(bad, 2).is_err());
+        assert!(decode_claim(cut_short, 2).is_err());
     }
 }

@@ -48,8 +48,26 @@ def test_claim_leaves_lease_and_delivery_count(client, r):
     for msg_id in ids:
         deadline = r.zscore('rfq:jobs:leases', msg_id)
         assert before_ms + 30_000 <= deadline <= after_ms + 30_000
-        assert r.hget('rfq:jobs:deliveries', msg_id) == '1'
-        assert before_ms <= int(r.hget('rfq:jobs:deliveries', f'{msg_id}:at')) <= after_ms
+        # the message's record: '<count> <claimed_at_ms>'
+        count, claimed_at = r.hget('rfq:jobs:deliveries', msg_id).split(' ')
+        assert count == '1' and before_ms <= int(claimed_at) <= after_ms
+
+
+def test_large_claim_writes_only_its_records_and_leases(client, r):
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': str(i)} for i in range(301)])
+    [first] = t.claim(lease=30)
+    assert t.release([first]) == [first.id]  # a small deliveries hash exists before the large round
+    got = t.claim(count=300, lease=30)
+    assert [m.id for m in got] == ids[:300] and [m.deliveries for m in got] == [2] + [1] * 299
+    records = r.hgetall('rfq:jobs:deliveries')
+    assert sorted(records) == sorted(ids[:300])
+    assert {v.split(' ')[0] for k, v in records.items() if k != first.id} == {'1'}
+    assert records[first.id].split(' ')[0] == '2'
+    assert sorted(r.zrange('rfq:jobs:leases', 0, -1)) == sorted(ids[:300])
+    assert t.commit(got) == ids[:300]
+    assert t.commit(t.claim()) == [ids[300]]
+    assert r.dbsize() == 0
 
 
 def test_claim_without_block_returns_at_once(client):
@@ -81,7 +99,7 @@ def test_blocking_claim_woken_by_publish(client, r):
     # It was leased by the claim script after the BLMOVE, not left unleased in the nextlog.
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [got[0].id]
     assert r.zscore('rfq:jobs:leases', got[0].id) is not None
-    assert r.hget('rfq:jobs:deliveries', got[0].id) == '1'
+    assert r.hget('rfq:jobs:deliveries', got[0].id).split(' ')[0] == '1'
 
 
 def test_blocking_claim_takes_up_to_count(client):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import ferroq
 from _checks import bodies
 
 LEASE = 0.2
@@ -25,6 +26,49 @@ def test_commit_lists_a_message_once_even_if_given_twice(client, r):
     claimed = t.claim(count=2)
     assert t.commit([claimed[0], claimed[0], claimed[1]]) == [claimed[0].id, claimed[1].id]
     assert r.dbsize() == 0
+
+
+def test_commit_out_of_claim_order_leaves_the_rest_in_order(client, r):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(6)])
+    got = t.claim(count=6)
+    # the two oldest claims in claim order, then two out of order
+    assert t.commit([got[0], got[1], got[4], got[2]]) == [got[0].id, got[1].id, got[4].id, got[2].id]
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [got[5].id, got[3].id]
+    assert sorted(r.hkeys('rfq:jobs:deliveries')) == sorted([got[3].id, got[5].id])
+    assert sorted(r.zrange('rfq:jobs:leases', 0, -1)) == sorted([got[3].id, got[5].id])
+    assert t.commit([got[5], got[3]]) == [got[5].id, got[3].id]
+    assert r.dbsize() == 0
+
+
+def _lrem_from_tail(items: list[str], ids: list[str]) -> list[str]:
+    """What LREM list -1 <id> for each id leaves (items head first)."""
+    items = list(items)
+    for i in ids:
+        if i in items:
+            del items[len(items) - 1 - items[::-1].index(i)]
+    return items
+
+
+def test_commit_takes_ids_from_the_nextlog_as_lrem_from_the_tail(client, r):
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': str(i)} for i in range(5)])
+    t.claim(count=5)
+    # Ids twice in the nextlog (a plain rfq client can do that), at the tail and at the head.
+    r.rpush('rfq:jobs:nextlog', ids[1])
+    r.lpush('rfq:jobs:nextlog', ids[0])
+    steps = [
+        ([], [ids[1], ids[0]]),  # the tail, in claim order
+        ([], [ids[3], ids[2]]),  # not at the tail
+        ([ids[4], ids[4]], [ids[1], ids[4]]),  # an id twice at the tail: only one goes
+    ]
+    for pushed, order in steps:
+        if pushed:
+            r.rpush('rfq:jobs:nextlog', *pushed)
+        expected = _lrem_from_tail(r.lrange('rfq:jobs:nextlog', 0, -1), order)
+        assert t.commit(order) == order  # bare ids: unfenced
+        assert r.lrange('rfq:jobs:nextlog', 0, -1) == expected
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [ids[0], ids[4], ids[4]]
 
 
 def test_commit_empty_is_a_no_op(client):
@@ -61,7 +105,7 @@ def test_fenced_commit_after_lease_takeover(client, r):
     assert t.peek(msg_id) == {'n': '0'}
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [msg_id]
     assert r.zscore('rfq:jobs:leases', msg_id) is not None
-    assert r.hget('rfq:jobs:deliveries', msg_id) == '2'
+    assert r.hget('rfq:jobs:deliveries', msg_id).split(' ')[0] == '2'
     assert t.extend([old]) == []
     assert t.release([old]) == []
     assert t.commit([new]) == [msg_id]
@@ -175,6 +219,23 @@ def test_harvest_drops_side_entries_of_ids_committed_elsewhere(client, r):
     r.delete(f'rfq:jobs:message:{msg_id}')
     time.sleep(PAST_LEASE)
     assert t.harvest() == []
+    assert r.dbsize() == 0
+
+
+def test_fenced_commit_checks_a_first_sight_lease(client, r):
+    """A count without a claim (released, then taken by a plain rfq consumer and leased by harvest at first sight):
+    the commit is accepted as before, while the id is leased and its count is the token."""
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '0'})
+    [msg] = t.claim(lease=30)
+    assert t.release([msg]) == [msg_id]
+    assert r.hget('rfq:jobs:deliveries', msg_id) == '1'
+    assert r.lmove('rfq:jobs:backlog', 'rfq:jobs:nextlog', 'RIGHT', 'LEFT') == msg_id
+    stale = ferroq.Message(msg_id, 'jobs', {'n': '0'}, 2)
+    assert t.commit([stale]) == []  # not leased yet
+    assert t.harvest(lease=30) == []
+    assert t.commit([stale]) == []  # leased, but the count is 1
+    assert t.commit([msg]) == [msg_id]
     assert r.dbsize() == 0
 
 

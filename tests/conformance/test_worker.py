@@ -76,7 +76,8 @@ def test_delayed_release_waits_then_returns_to_the_front(client, r):
     [msg] = t.claim(lease=60)
     assert t.release([msg], delay=0.3) == [first]
     assert r.zscore('rfq:jobs:delayed', first) is not None
-    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [] and r.hget('rfq:jobs:deliveries', f'{first}:at') is None
+    # its record keeps the count and loses the claim
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [] and r.hget('rfq:jobs:deliveries', first) == '1'
     s = t.stats()
     assert (s.backlog, s.nextlog, s.delayed) == (1, 0, 1)
     [other] = t.claim(lease=60)  # not due yet: only the second message is visible
@@ -245,6 +246,29 @@ def test_failure_is_retried_after_a_backoff(client, r, impl, loop_thread):
 def test_backoff_is_exponential_and_capped(client, impl):
     w = _worker(impl, client, 'jobs', print, retry_delay=0.5, retry_backoff=3.0, max_retry_delay=10.0)
     assert [w.backoff(d) for d in (1, 2, 3, 4, 50)] == [0.5, 1.5, 4.5, 10.0, 10.0]
+
+
+def test_dead_letter_error_stays_through_claims_in_the_dead_topic(client, r):
+    t = client.topic('jobs')
+    msg_id = t.publish({'n': '1'})
+    [msg] = t.claim()
+    error = 'ValueError: two words\nand a second line'
+    assert t.dead_letter([msg], error=error) == [msg_id]
+    dead = client.topic('jobs.dead')
+    [held] = dead.claim(owner='w:1')  # an owner may contain ':'
+    assert held.deliveries == 1
+    [entry] = dead.inspect('nextlog')
+    assert (entry.deliveries, entry.owner, entry.error) == (1, 'w:1', error) and entry.claimed_at is not None
+    assert [m.id for m in dead.resume('w:1')] == [msg_id]
+    [entry] = dead.inspect('nextlog')
+    assert (entry.deliveries, entry.owner, entry.error) == (2, 'w:1', error)
+    assert dead.release([held]) == []  # its token is stale after the resume
+    assert dead.release([ferroq.Message(msg_id, 'jobs.dead', {'n': '1'}, 2)]) == [msg_id]
+    [entry] = dead.inspect()
+    assert (entry.deliveries, entry.claimed_at, entry.owner, entry.error) == (2, None, None, error)
+    [last] = dead.claim()
+    assert last.deliveries == 3 and dead.commit([last]) == [msg_id]
+    assert r.dbsize() == 0
 
 
 def test_dead_letter_after_max_deliveries(client, r, impl, loop_thread):

@@ -105,8 +105,10 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
         if kind == 'list':
             content: Any = raw.lrange(key, 0, -1)
         elif kind == 'hash':
-            # deliveries: '<id>:at' holds a claim time; message hashes hold fields
-            content = {k: ('<time>' if k.endswith(':at') else v) for k, v in raw.hgetall(key).items()}
+            # deliveries: a claim's record '<count> <claimed_at_ms>[ <owner>]' holds a time; messages hold fields
+            content = raw.hgetall(key)
+            if key.endswith(':deliveries'):
+                content = {k: re.sub(r'^(\d+) \d+', r'\1 <time>', v) for k, v in content.items()}
         elif kind == 'zset':
             content = raw.zrange(key, 0, -1)  # lease deadlines: presence only (sorted once normalised)
         elif kind == 'string':

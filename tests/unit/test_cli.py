@@ -173,7 +173,8 @@ def test_worker_failing_command_is_retried_then_dead_lettered(redis_url, r, flag
     dead = json.loads(run(redis_url, *flags, '--json', 'inspect', '-t', 'jobs.dead', cwd=tmp_path).stdout)
     assert [d['id'] for d in dead] == [msg_id] and dead[0]['fields'] == {'n': '1'}
     assert dead[0]['error'].startswith('CommandFailed: ')
-    assert r.hget('rfq:jobs.dead:deliveries', f'{msg_id}:error') == 'CommandFailed: ' + (
+    # the record in the dead topic: count 0 (not claimed there yet), then the last error
+    assert r.hget('rfq:jobs.dead:deliveries', msg_id) == '0\nCommandFailed: ' + (
         f'{sys.executable} exited with status 4: cannot handle'
     )
     assert r.keys('rfq:jobs:*') == []

@@ -37,9 +37,9 @@ def rfq_leases(topic: str) -> str:
 
 
 def rfq_deliveries(topic: str) -> str:
-    """ferroq side key, a HASH: ``<id>`` -> delivery count, ``<id>:at`` -> last claim time in epoch ms,
-    ``<id>:owner`` -> the worker whose processing list holds the claim, ``<id>:error`` -> the last error of a
-    dead-lettered message."""
+    """ferroq side key, a HASH: ``<id>`` -> the message's record ``<count>[ <claimed_at_ms>[ <owner>]][\\n<error>]``
+    (delivery count, the current claim's time and owner, the last error of a message dead-lettered here; see
+    docs/protocol.md)."""
     return f'{RFQ_PREFIX}{topic}:deliveries'
 
 

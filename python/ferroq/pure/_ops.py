@@ -755,13 +755,20 @@ def _claim_now(
 
 
 def _claimed(ctx: Settings, name: str, topics: list[TopicKeys], reply: Any) -> list[Message]:
-    """The messages of a claim-5n (or resume-3) reply."""
+    """The messages of a claim-5n (or resume-3) reply: ``now_ms``, then per message ``topic_index, id,
+    deliveries, nfields`` and its ``nfields`` field/value pairs."""
     try:
-        return [
-            Message(msg_id, topics[int(ti) - 1].name, _pairs(body), int(deliveries))
-            for ti, msg_id, deliveries, body in reply[1]
-        ]
-    except (TypeError, ValueError, IndexError):
+        items = iter(reply)
+        next(items)  # now_ms
+        out = []
+        for ti in items:
+            msg_id, deliveries, nfields = next(items), int(next(items)), int(next(items))
+            if int(ti) < 1:
+                raise IndexError
+            pairs = itertools.islice(items, 2 * nfields)
+            out.append(Message(msg_id, topics[int(ti) - 1].name, dict(zip(pairs, pairs)), deliveries))
+        return out
+    except (TypeError, ValueError, IndexError, StopIteration):
         raise reply_error(ctx, name, reply) from None
 
 

@@ -19,9 +19,68 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Drops every deliveries-HASH field of one id: its count, claim time, owner and last error.
+-- A message's record, the value of field <id> in its topic's deliveries HASH:
+--   <count>[ <claimed_at_ms>[ <owner>]][\n<last error>]
+-- count: how many times it was claimed, the fencing token of the current claim. claimed_at_ms (and owner,
+-- when the claim named one) only while a ferroq claim holds it. The last error only if it was dead-lettered
+-- into this topic. Owners have no whitespace, so the parts split unambiguously. One field per message keeps
+-- a claim to one HSET field and a commit to one HDEL field.
+
+-- The parts of record v: count, claimed_at (nil if not claimed), owner (nil if none), error (nil if none).
+local function parse_record(v)
+  local head, err = string.match(v, '^([^\n]*)\n(.*)$')
+  local count, at, owner = string.match(head or v, '^(%d*) ?(%d*) ?(%S*)')
+  return count, at ~= '' and at or nil, owner ~= '' and owner or nil, err
+end
+
+-- Record v once its claim ended without a commit (release, harvest): the count and last error stay.
+local function unclaimed(v)
+  local count, _, _, err = parse_record(v)
+  return err and count .. '\n' .. err or count
+end
+
+-- Drops a message's record: its count, claim, owner and last error.
 local function forget(deliveries, id)
-  redis.call('HDEL', deliveries, id, id .. ':at', id .. ':owner', id .. ':error')
+  redis.call('HDEL', deliveries, id)
+end
+
+-- Whether message id (record v, false if none) is leased: its record says a ferroq claim holds it (such a
+-- claim always has a lease), or it has a lease without one (one given by harvest at first sight).
+local function leased(leases, id, v)
+  return (v and string.find(v, '^%d+ ') ~= nil) or redis.call('ZSCORE', leases, id) ~= false
+end
+
+-- Fencing: whether token (the delivery count a claim returned) is the current claim of message id (record
+-- v, false if none): it is leased and its count is token. The common case, a claim record starting with
+-- '<token> ', is decided without a call. An empty token (a bare id, unfenced) asks only whether it is leased.
+local claimed_prefix = {}
+local function holds(leases, id, token, v)
+  if token == '' then
+    return leased(leases, id, v)
+  end
+  if not v then
+    return false
+  end
+  local p = claimed_prefix[token]
+  if not p then
+    p = token .. ' '
+    claimed_prefix[token] = p
+  end
+  return string.find(v, p, 1, true) == 1 or (string.match(v, '^%d+') == token and leased(leases, id, v))
+end
+
+-- Whether a commit-like call (dead-letter; commit does the same in bulk) takes id: held with a matching
+-- token, or, for an empty token (a bare id, unfenced), still claimed by anyone (in the nextlog or
+-- leased). Removes it from the nextlog when it does.
+local function take_claim(nextlog, leases, id, token, v)
+  if token == '' then
+    return redis.call('LREM', nextlog, '-1', id) > 0 or leased(leases, id, v)
+  end
+  if holds(leases, id, token, v) then
+    redis.call('LREM', nextlog, '-1', id)
+    return true
+  end
+  return false
 end
 
 -- Moves up to `limit` delayed ids that are due (score <= now) to the backlog's consume end, the
@@ -38,19 +97,4 @@ local function promote(backlog, delayed, now, limit)
   end
   call_in_slices('RPUSH', backlog, reversed, 1, #reversed)
   return #due
-end
-
--- Whether a commit-like call (commit, dead-letter) takes id: leased with a matching token, or, for an
--- empty token (a bare id, unfenced), still claimed by anyone. Removes it from the nextlog when it does.
--- leased: its ZSCORE in the leases ZSET (false if none); held: its count in the deliveries HASH (the
--- current claim's token, false if none). Callers read both in bulk (ZMSCORE, HMGET) or per id.
-local function take_claim(nextlog, id, token, leased, held)
-  if token == '' then
-    return redis.call('LREM', nextlog, -1, id) > 0 or leased ~= false
-  end
-  if leased and held == token then
-    redis.call('LREM', nextlog, -1, id)
-    return true
-  end
-  return false
 end

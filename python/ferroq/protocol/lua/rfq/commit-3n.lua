@@ -13,39 +13,108 @@ token is the delivery count returned by the claim. A message is committed only w
 and its delivery count still equals the token: after the lease expired and the message was requeued
 or claimed again, the old holder's commit is refused and the new claim is untouched.
 An empty token commits without fencing (a bare id): whatever holds the id, ferroq or a plain rfq
-consumer. LREM counts from the tail, where the oldest claims sit, so it stops early; the backlog is
-never scanned. Every side entry of a committed id goes: its lease and its deliveries-HASH fields
-(count, claim time, owner, last error). An id listed twice is committed once.
+consumer. Each committed id leaves the nextlog as LREM nextlog -1 <id> would take it (counting from
+the tail, where the oldest claims sit; the backlog is never scanned), and every side entry goes: its
+lease and its record in the deliveries HASH. An id listed twice is committed once.
 
-Speed: messages go in rounds of up to 1000: one ZMSCORE and one HMGET read the round's leases and
-tokens, one DEL, ZREM and HDEL clear what the committed ones leave; per message only LREM remains.
+Speed: messages go in rounds of up to 1000. One HMGET reads the round's records, which decide the
+fencing without a call per message (see the prelude's holds). When the committed ids are the nextlog's
+oldest claims in claim order (the usual case: a batch committed as it was claimed), one LRANGE and one
+LTRIM unlist them all; any others cost one LREM each. One DEL, ZREM and HDEL clear the rest.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
-local out, done = {}, {}
-for first = 4, #KEYS, 1000 do
-  local last = math.min(first + 999, #KEYS)
-  local ids, tokens = {}, {}
-  for i = first, last do
-    ids[#ids + 1] = ARGV[2 * (i - 4) + 1]
-    tokens[#tokens + 1] = ARGV[2 * (i - 4) + 2]
+
+-- Removes each of ids[1..n] (distinct) from the nextlog, with the end state of LREM nextlog -1 <id> for
+-- each. Returns true when all were removed, else the set of those removed.
+local function unlist(ids, n)
+  if n == 0 then
+    return true
   end
-  local leased = redis.call('ZMSCORE', leases, unpack(ids))
-  local held = redis.call('HMGET', deliveries, unpack(ids))
-  local bodies, fields, committed = {}, {}, {}
-  for j, id in ipairs(ids) do
-    if not done[id] and take_claim(nextlog, id, tokens[j], leased[j], held[j]) then
-      done[id] = true
-      bodies[#bodies + 1] = KEYS[first + j - 1]
-      local f = #fields
-      fields[f + 1], fields[f + 2], fields[f + 3], fields[f + 4] = id, id .. ':at', id .. ':owner', id .. ':error'
-      committed[#committed + 1] = id
-      out[#out + 1] = id
+  local tail = redis.call('LRANGE', nextlog, -n, -1)
+  local len, k = #tail, 0
+  -- The ids in claim order: ids[1..k] are the nextlog's last k entries, each its id's last occurrence.
+  while k < len and tail[len - k] == ids[k + 1] do
+    k = k + 1
+  end
+  local removed = true
+  if k < n then
+    -- Out of order: the tail still goes in one LTRIM while its entries are distinct ids of the call.
+    removed = {}
+    local ids_left = {}
+    for i = 1, k do
+      removed[ids[i]] = true
+    end
+    for i = k + 1, n do
+      ids_left[ids[i]] = true
+    end
+    while k < len and ids_left[tail[len - k]] and not removed[tail[len - k]] do
+      removed[tail[len - k]] = true
+      k = k + 1
     end
   end
-  if #committed > 0 then
+  if k > 0 then
+    redis.call('LTRIM', nextlog, 0, -k - 1)
+  end
+  if removed ~= true then
+    for i = 1, n do
+      local id = ids[i]
+      if not removed[id] and redis.call('LREM', nextlog, '-1', id) > 0 then
+        removed[id] = true
+      end
+    end
+  end
+  return removed
+end
+
+local out, nout, done = {}, 0, {}
+local total = #KEYS - 3
+for first = 1, total, 1000 do
+  local last = math.min(first + 999, total)
+  local ids = {}
+  for i = first, last do
+    ids[i - first + 1] = ARGV[2 * i - 1]
+  end
+  local records = redis.call('HMGET', deliveries, unpack(ids))
+  -- The ids taken (and the KEYS index of their message); bare[i]: taken[i] came without a token (its
+  -- record, or false), so it is committed only if it was still in the nextlog or is leased.
+  local taken, keys, n, bare = {}, {}, 0, nil
+  for j = 1, #ids do
+    local id = ids[j]
+    if not done[id] then
+      local token = ARGV[2 * (first + j - 1)]
+      if token == '' or holds(leases, id, token, records[j]) then
+        done[id] = true
+        n = n + 1
+        taken[n], keys[n] = id, 3 + first + j - 1
+        if token == '' then
+          bare = bare or {}
+          bare[n] = records[j] or false
+        end
+      end
+    end
+  end
+  local removed = unlist(taken, n)
+  if bare and removed ~= true then
+    local kept = 0
+    for i = 1, n do
+      local id = taken[i]
+      if bare[i] == nil or removed[id] or leased(leases, id, bare[i]) then
+        kept = kept + 1
+        taken[kept], keys[kept] = id, keys[i]
+      end
+    end
+    n = kept
+  end
+  if n > 0 then
+    local bodies = {}
+    for i = 1, n do
+      bodies[i] = KEYS[keys[i]]
+      out[nout + i] = taken[i]
+    end
+    nout = nout + n
     redis.call('DEL', unpack(bodies))
-    redis.call('ZREM', leases, unpack(committed))
-    call_in_slices('HDEL', deliveries, fields, 1, #fields)
+    redis.call('ZREM', leases, unpack(taken, 1, n))
+    redis.call('HDEL', deliveries, unpack(taken, 1, n))
   end
 end
 return out

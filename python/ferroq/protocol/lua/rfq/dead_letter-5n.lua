@@ -14,10 +14,10 @@ Input:
 Output: the ids moved, in input order.
 
 A message is accepted as commit-3n accepts it (leased with a matching token, or unfenced and still
-claimed). It then leaves its topic: nextlog entry, lease and every deliveries-HASH field go. Its hash
-is RENAMEd, fields unchanged, to the dead topic, where its id joins the backlog (LPUSH: consumed after
-what is waiting, in input order) as an ordinary rfq message, and rfq:<dead>:deliveries records
-<id>:error = the last error. A message whose hash is gone is dropped, not moved.
+claimed). It then leaves its topic: nextlog entry, lease and record go. Its hash is RENAMEd, fields
+unchanged, to the dead topic, where its id joins the backlog (LPUSH: consumed after what is waiting,
+in input order) as an ordinary rfq message, and its record in rfq:<dead>:deliveries gets the last
+error ('0\n<error>' when it had none there). A message whose hash is gone is dropped, not moved.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local dead_backlog, dead_deliveries = KEYS[4], KEYS[5]
@@ -26,14 +26,14 @@ local out, done = {}, {}
 for i = 1, (#KEYS - 5) / 2 do
   local id, token = ARGV[2 * i], ARGV[2 * i + 1]
   local src, dst = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-  local leased, held = redis.call('ZSCORE', leases, id), redis.call('HGET', deliveries, id)
-  if not done[id] and take_claim(nextlog, id, token, leased, held) then
+  if not done[id] and take_claim(nextlog, leases, id, token, redis.call('HGET', deliveries, id)) then
     done[id] = true
     redis.call('ZREM', leases, id)
     forget(deliveries, id)
     if redis.call('EXISTS', src) == 1 then
       redis.call('RENAME', src, dst)
-      redis.call('HSET', dead_deliveries, id .. ':error', err)
+      local record = redis.call('HGET', dead_deliveries, id)
+      redis.call('HSET', dead_deliveries, id, (record and string.match(record, '^[^\n]*') or '0') .. '\n' .. err)
       out[#out + 1] = id
     end
   end

@@ -12,13 +12,11 @@ local leases, deliveries = KEYS[1], KEYS[2]
 -- Redis refuses a script at maxmemory (noeviction) only at its first write, and only when that write
 -- may grow memory: start with one that cannot, so a full topic still drains (publish stays refused).
 redis.call('ZREM', leases, '')
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local deadline = now + tonumber(ARGV[1])
+local deadline = now_ms() + tonumber(ARGV[1])
 local out = {}
 for a = 2, #ARGV, 2 do
   local id, token = ARGV[a], ARGV[a + 1]
-  if redis.call('ZSCORE', leases, id) and (token == '' or redis.call('HGET', deliveries, id) == token) then
+  if holds(leases, id, token, redis.call('HGET', deliveries, id)) then
     redis.call('ZADD', leases, 'XX', deadline, id)
     out[#out + 1] = id
   end

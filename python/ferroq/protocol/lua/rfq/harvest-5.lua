@@ -13,9 +13,9 @@ Input:
 Output: { requeued ids (oldest deadline first), max(number of expired leases handled, due delayed ids moved) }
 
 1. Each expired lease: if its id is still in the nextlog it goes back to the backlog's tail (consumed
-   next), keeps its delivery count and loses its owner (this is how a retired worker's processing
-   list is taken over); if not (a plain rfq consumer committed it, or it was purged), its side
-   entries are dropped.
+   next), and its record loses the claim and owner but keeps its delivery count (this is how a
+   retired worker's processing list is taken over); if not (a plain rfq consumer committed it, or it
+   was purged), its record is dropped.
 2. Delayed ids that are due move to the backlog's consume end (they are not in the reply).
 3. Ids in the nextlog without a lease (claimed by a plain rfq consumer, or moved by a blocking claim
    that did not finish) get a lease of ARGV[1] at first sight, so they are requeued only when that
@@ -32,7 +32,10 @@ local requeued = {}
 for _, id in ipairs(expired) do
   redis.call('ZREM', leases, id)
   if redis.call('LREM', nextlog, -1, id) > 0 then
-    redis.call('HDEL', deliveries, id .. ':at', id .. ':owner')
+    local record = redis.call('HGET', deliveries, id)
+    if record then
+      redis.call('HSET', deliveries, id, unclaimed(record))
+    end
     redis.call('RPUSH', backlog, id)
     requeued[#requeued + 1] = id
   else

@@ -10,7 +10,8 @@ Input:
   KEYS[4]   rfq:<topic>:deliveries
 
 Output: the ids moved, in the order moved. Like rfq, each goes from the nextlog's tail to the
-backlog's head (consumed after everything already waiting). Leases and owners are dropped; delivery counts stay.
+backlog's head (consumed after everything already waiting). Leases go, and records lose their claim and
+owner; delivery counts stay.
 ]]
 local backlog, nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local out = {}
@@ -20,7 +21,10 @@ while true do
     break
   end
   redis.call('ZREM', leases, id)
-  redis.call('HDEL', deliveries, id .. ':at', id .. ':owner')
+  local record = redis.call('HGET', deliveries, id)
+  if record then
+    redis.call('HSET', deliveries, id, unclaimed(record))
+  end
   out[#out + 1] = id
 end
 return out

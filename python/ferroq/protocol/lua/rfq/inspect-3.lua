@@ -11,8 +11,9 @@ Input:
 
 Output: { now_ms, { {id, deliveries|false, claimed_at_ms|false, lease_deadline_ms|false, {f1, v1, ...},
                      owner|false, last_error|false}, ... } }
-A message whose hash is missing has an empty field list. owner is the processing list that holds the
-claim; last_error is set on messages that were dead-lettered into this topic.
+A message whose hash is missing has an empty field list. deliveries, claimed_at, owner and last_error
+come from the message's record in the deliveries HASH (see the prelude): owner is the processing list
+that holds the claim; last_error is set on messages that were dead-lettered into this topic.
 ]]
 local list, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local start, count = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -21,8 +22,13 @@ local ids = redis.call('LRANGE', list, -(start + count), -(start + 1))
 local out = {}
 for i = #ids, 1, -1 do
   local id = ids[i]
-  local info = redis.call('HMGET', deliveries, id, id .. ':at', id .. ':owner', id .. ':error')
+  local record = redis.call('HGET', deliveries, id)
+  local count, at, owner, err
+  if record then
+    count, at, owner, err = parse_record(record)
+  end
   local deadline = redis.call('ZSCORE', leases, id)
-  out[#out + 1] = { id, info[1], info[2], deadline, redis.call('HGETALL', ARGV[3] .. id), info[3], info[4] }
+  out[#out + 1] = { id, count or false, at or false, deadline, redis.call('HGETALL', ARGV[3] .. id), owner or false,
+                    err or false }
 end
 return { now, out }

@@ -7,6 +7,8 @@ Input:
   ARGV[1]   rfq:<topic>:message: (the message key prefix)
   ARGV[2]   limit (the caller repeats while it is reached, so Redis is never blocked for long)
 
+Each goes with its lease and its record.
+
 Output: the number of messages deleted. Purging the nextlog deletes messages being processed;
 their holders' commits then find nothing to commit.
 ]]

@@ -9,7 +9,8 @@ Input:
   ARGV[1]      delay in milliseconds: '0' to release now
   ARGV[2..]    pairs <id>, <token>; an empty token releases without fencing
 
-Output: the ids released, in input order. They keep their delivery count and lose their owner.
+Output: the ids released, in input order. Their records lose the claim and owner and keep the
+delivery count.
 Delay 0: they go to the backlog's tail (consumed next), in input order. Otherwise they go to the
 delayed ZSET with score now + delay (Redis TIME); a claim or harvest moves them to the backlog's
 consume end once that time has passed. Plain rfq clients do not see them until then.
@@ -19,10 +20,13 @@ local delay = tonumber(ARGV[1])
 local out = {}
 for a = 2, #ARGV, 2 do
   local id, token = ARGV[a], ARGV[a + 1]
-  if redis.call('ZSCORE', leases, id) and (token == '' or redis.call('HGET', deliveries, id) == token) then
-    redis.call('LREM', nextlog, -1, id)
+  local record = redis.call('HGET', deliveries, id)
+  if holds(leases, id, token, record) then
+    redis.call('LREM', nextlog, '-1', id)
     redis.call('ZREM', leases, id)
-    redis.call('HDEL', deliveries, id .. ':at', id .. ':owner')
+    if record then
+      redis.call('HSET', deliveries, id, unclaimed(record))
+    end
     out[#out + 1] = id
   end
 end

@@ -8,12 +8,13 @@ Input:
   ARGV[2]   lease in milliseconds
   ARGV[3]   rfq:<topic>:message: (the message key prefix)
 
-Output: { now_ms, { {1, id, deliveries, {f1, v1, ...}}, ... } }, oldest claim first (claim-5n's shape).
+Output: { now_ms, then per message: 1, id, deliveries, nfields, f1, v1, ... }, oldest claim first
+(claim-5n's flat shape).
 
-A worker's processing list is the nextlog ids whose <id>:owner field is its name: claims it made and
-neither committed, released nor lost to a harvest. Each is claimed again in place: its delivery count
-(the fencing token) goes up by one, so the previous run's token is stale, and it gets a new lease and
-claim time. A missing message hash is dropped as claim-5n drops ghosts. The whole nextlog is read, so
+A worker's processing list is the nextlog ids whose record (see the prelude) names it as owner: claims
+it made and neither committed, released nor lost to a harvest. Each is claimed again in place: its
+delivery count (the fencing token) goes up by one, so the previous run's token is stale, and it gets a
+new lease and claim time. A missing message hash is dropped as claim-5n drops ghosts. The whole nextlog is read, so
 call this once at start, not per batch.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
@@ -23,10 +24,15 @@ redis.call('ZREM', leases, '')
 local owner, lease_ms, prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local now = now_ms()
 local ids = redis.call('LRANGE', nextlog, 0, -1)
-local out, seen = {}, {}
+local out, seen = { now }, {}
 for i = #ids, 1, -1 do
   local id = ids[i]
-  if not seen[id] and redis.call('HGET', deliveries, id .. ':owner') == owner then
+  local record = not seen[id] and redis.call('HGET', deliveries, id)
+  local count, _, held_by, err
+  if record then
+    count, _, held_by, err = parse_record(record)
+  end
+  if held_by == owner then
     seen[id] = true
     local body = redis.call('HGETALL', prefix .. id)
     if #body == 0 then
@@ -34,11 +40,15 @@ for i = #ids, 1, -1 do
       redis.call('ZREM', leases, id)
       forget(deliveries, id)
     else
-      local d = redis.call('HINCRBY', deliveries, id, 1)
+      local d = (tonumber(count) or 0) + 1
       redis.call('ZADD', leases, now + lease_ms, id)
-      redis.call('HSET', deliveries, id .. ':at', now)
-      out[#out + 1] = { 1, id, d, body }
+      redis.call('HSET', deliveries, id, d .. ' ' .. now .. ' ' .. owner .. (err and '\n' .. err or ''))
+      local n = #out
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, id, d, #body / 2
+      for j = 1, #body do
+        out[n + 4 + j] = body[j]
+      end
     end
   end
 end
-return { now, out }
+return out
