@@ -7,11 +7,12 @@
 
 What a worker does:
 
-- claims in batches (``prefetch`` messages held at most), topics in priority order (the first first);
-- runs the handler once per message, ``concurrency`` at a time: on threads for a plain function, as
-  asyncio tasks for an ``async def`` handler;
+- claims in batches (``prefetch`` messages held at most, not counting finished ones being committed),
+  topics in priority order (the first first); the next claim is in flight while handlers run;
+- runs the handler once per message, ``concurrency`` at a time, in lanes that each run message after
+  message: on threads for a plain function, as asyncio tasks for an ``async def`` handler;
 - renews the leases of everything it holds every third of ``lease``, so a slow handler keeps its message;
-- commits (fenced) when the handler returns, in batches;
+- commits (fenced) when the handler returns, in batches (half the prefetch, or what finished within 20 ms);
 - when the handler raises: releases the message with a delay of ``retry_delay * retry_backoff **
   (deliveries - 1)`` seconds (at most ``max_retry_delay``), a delayed requeue kept in Redis, not a sleep here;
   once it has been delivered ``max_deliveries`` times, moves it atomically to the dead-letter topic
@@ -37,12 +38,13 @@ import inspect
 import logging
 import math
 import signal
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
@@ -50,6 +52,7 @@ from ferroq.types import Message
 __all__ = ['AsyncWorker', 'Handler', 'Worker', 'WorkerStats']
 
 log = logging.getLogger('ferroq.worker')
+T = TypeVar('T')
 
 #: A handler takes one message; it may be a plain function or an ``async def``. Its return value is ignored.
 Handler = Callable[[Message], Union[Awaitable[Any], Any]]
@@ -60,6 +63,8 @@ MAX_ERROR_CHARS = 4096
 MAX_PREFETCH = 10_000
 #: Finished messages wait at most this long before their batch is committed.
 COMMIT_LINGER = 0.02
+#: An ``async def`` handler's lane lets the loop run at least this often, even if its handlers never wait.
+LANE_TURN = 0.005
 
 
 @dataclass
@@ -101,11 +106,12 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 def _client_kind(client: object) -> bool:
     """True for an asyncio client, False for a synchronous one; InvalidArgument for anything else."""
     import ferroq
-    import ferroq.pure
 
-    if isinstance(client, (ferroq.AsyncClient, ferroq.pure.AsyncClient)):
+    # A pure client exists only once ferroq.pure is imported: a native worker does not import redis-py.
+    pure = sys.modules.get('ferroq.pure')
+    if isinstance(client, ferroq.AsyncClient) or (pure is not None and isinstance(client, pure.AsyncClient)):
         return True
-    if isinstance(client, (ferroq.Client, ferroq.pure.Client)):
+    if isinstance(client, ferroq.Client) or (pure is not None and isinstance(client, pure.Client)):
         return False
     raise InvalidArgument(
         'client must be a ferroq.Client, ferroq.AsyncClient, ferroq.pure.Client or ferroq.pure.AsyncClient, '
@@ -134,7 +140,13 @@ def _key(msg: Message) -> tuple[str, str]:
 
 
 class _Engine:
-    """The worker loop, on asyncio. Client calls of a synchronous client run on a small thread pool."""
+    """The worker loop, on asyncio. Client calls of a synchronous client run on a small thread pool.
+
+    Handlers run in ``concurrency`` lanes. A lane takes the next ready message, runs the handler, records the
+    outcome and takes the next one, until nothing is ready or the worker stops: a plain handler's lane is one
+    job on the handler thread pool, an ``async def`` handler's lane one task. So a message costs no executor
+    job, future or task of its own, and the loop is woken per batch of outcomes, not per message.
+    """
 
     def __init__(
         self,
@@ -208,10 +220,25 @@ class _Engine:
     # --- state -------------------------------------------------------------------------------------
 
     def _reset(self) -> None:
+        # Lanes on handler threads change _ready, _running and _done: every change of them holds _lock.
+        self._lock = threading.Lock()
         self._ready: collections.deque[Message] = collections.deque()  # claimed, not started
-        self._running: dict[asyncio.Future[Any], Message] = {}
+        self._running: list[Message | None] = [None] * self.concurrency  # each lane's current message
+        self._free = list(range(self.concurrency))  # lanes not started
         self._done: list[tuple[Message, BaseException | None]] = []  # finished, outcome not yet recorded
-        self._first_done = 0.0
+        self._first_done = 0.0  # when _done got its first entry
+        self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
+        self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
+        self._claiming: asyncio.Task[int] | None = None  # the claim in flight
+        self._claim_idle = False  # whether it was made with nothing held (a blocking claim)
+        self._failure: BaseException | None = None  # a lane ended with an error of the worker itself
+        assert self._loop is not None and self._wake is not None
+        # Wakes the loop: a plain handler's lane runs on another thread.
+        self._notify: Callable[[], object] = (
+            self._wake.set
+            if self._async_handler
+            else functools.partial(self._loop.call_soon_threadsafe, self._wake.set)
+        )
         self._io = None if self._async_client else ThreadPoolExecutor(4, thread_name_prefix='ferroq-worker-io')
         self._threads = (
             None
@@ -220,7 +247,12 @@ class _Engine:
         )
 
     def _held(self) -> list[Message]:
-        return [*self._ready, *self._running.values(), *(m for m, _ in self._done)]
+        with self._lock:
+            return [*self._ready, *(m for m in self._running if m is not None), *(m for m, _ in self._done)]
+
+    def _held_count(self) -> int:
+        with self._lock:
+            return len(self._ready) + self.concurrency - self._running.count(None) + len(self._done)
 
     def stop(self) -> None:
         """Stop claiming and shut down gracefully; safe from any thread and from signal handlers."""
@@ -241,32 +273,76 @@ class _Engine:
     # --- running handlers --------------------------------------------------------------------------
 
     def _start(self) -> None:
-        """Start handlers for ready messages, up to ``concurrency`` at a time."""
+        """Start a lane for each ready message, up to ``concurrency`` lanes; it goes on with the next ones."""
         loop = self._loop
         assert loop is not None
-        while self._ready and len(self._running) < self.concurrency and not self._stopping:
-            msg = self._ready.popleft()
+        while self._free and not self._stopping:
+            with self._lock:
+                if not self._ready:
+                    return
+                slot = self._free.pop()
+                msg = self._running[slot] = self._ready.popleft()
             if self._async_handler:
-                fut: asyncio.Future[Any] = loop.create_task(_awaited(self.handler(msg)))
+                lane: asyncio.Future[None] = loop.create_task(self._async_lane(slot, msg))
             else:
-                fut = loop.run_in_executor(self._threads, self._call_sync, msg)
-            self._running[fut] = msg
-            fut.add_done_callback(self._finished)
+                lane = loop.run_in_executor(self._threads, self._lane, slot, msg)
+            lane.add_done_callback(functools.partial(self._lane_ended, slot))
 
-    def _call_sync(self, msg: Message) -> Any:
-        result = self.handler(msg)
-        if inspect.isawaitable(result):  # a plain function that returned a coroutine: run it to the end
-            return asyncio.run(_awaited(result))
-        return result
+    def _lane(self, slot: int, msg: Message | None) -> None:
+        """A plain handler's lane, on a handler thread."""
+        handler = self.handler
+        while msg is not None:
+            try:
+                result = handler(msg)
+                if result is not None and inspect.isawaitable(result):  # a plain function returned a coroutine
+                    asyncio.run(_awaited(result))
+            except BaseException as exc:  # noqa: BLE001 - whatever the handler raises fails the message
+                msg = self._finish(slot, msg, exc)
+            else:
+                msg = self._finish(slot, msg, None)
 
-    def _finished(self, fut: asyncio.Future[Any]) -> None:
-        msg = self._running.pop(fut)
-        exc: BaseException | None
-        exc = asyncio.CancelledError('handler cancelled') if fut.cancelled() else fut.exception()
-        if not self._done:
-            self._first_done = time.monotonic()
-        self._done.append((msg, exc))
-        self._start()
+    async def _async_lane(self, slot: int, msg: Message | None) -> None:
+        """An ``async def`` handler's lane, a task on the loop."""
+        handler = self.handler
+        turn_ends = time.monotonic() + LANE_TURN
+        while msg is not None:
+            try:
+                await handler(msg)
+            except asyncio.CancelledError:
+                self._finish(slot, msg, asyncio.CancelledError('handler cancelled'), last=True)
+                return  # the lane itself may be what was cancelled: a new one takes over if needed
+            except Exception as exc:  # noqa: BLE001 - whatever the handler raises fails the message
+                msg = self._finish(slot, msg, exc)
+            else:
+                msg = self._finish(slot, msg, None)
+            if msg is not None and time.monotonic() >= turn_ends:
+                await asyncio.sleep(0)  # handlers that never wait must not hold up renewals and commits
+                turn_ends = time.monotonic() + LANE_TURN
+
+    def _finish(self, slot: int, msg: Message, exc: BaseException | None, last: bool = False) -> Message | None:
+        """Record a lane's outcome and take its next message (None: the lane ends), under one lock."""
+        with self._lock:
+            done = self._done
+            done.append((msg, exc))
+            count = len(done)
+            if count == 1:
+                self._first_done = time.monotonic()
+            if last or self._stopping or not self._ready:
+                after = self._running[slot] = None
+            else:
+                after = self._running[slot] = self._ready.popleft()
+        # The loop looks again when the first outcome waits (to commit it within COMMIT_LINGER) and when
+        # there are enough for a batch; in between, it sleeps.
+        if count == 1 or count == self._flush_at:
+            self._notify()
+        return after
+
+    def _lane_ended(self, slot: int, lane: asyncio.Future[None]) -> None:
+        with self._lock:
+            self._running[slot] = None  # set only if the lane failed: that message's outcome is unknown
+        self._free.append(slot)
+        if not lane.cancelled() and lane.exception() is not None and self._failure is None:
+            self._failure = lane.exception()
         assert self._wake is not None
         self._wake.set()
 
@@ -281,11 +357,37 @@ class _Engine:
             delay = math.inf
         return min(delay, self.max_retry_delay)
 
-    async def _flush(self) -> None:
+    def _flush_due(self) -> bool:
+        """Whether the finished messages are to be recorded now (one batch at a time)."""
+        if not self._done or self._flushing is not None:
+            return False
+        idle = len(self._free) == self.concurrency
+        return idle or len(self._done) >= self._flush_at or time.monotonic() - self._first_done >= COMMIT_LINGER
+
+    def _in_background(self, call: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run a claim or a flush as a task that wakes the loop when it ends: the loop goes on meanwhile."""
+        assert self._loop is not None and self._wake is not None
+        task = self._loop.create_task(call)
+        task.add_done_callback(lambda _: self._wake.set())  # type: ignore[union-attr]
+        return task
+
+    def _take_done(self) -> list[tuple[Message, BaseException | None]]:
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    async def _flushed(self) -> None:
+        """Wait for the outcomes being recorded; raises what recording them raised."""
+        flushing = self._flushing
+        if flushing is not None:
+            try:
+                await asyncio.shield(flushing)  # a cancelled run() still lets it finish (see run())
+            finally:
+                if flushing.done():
+                    self._flushing = None
+
+    async def _flush(self, done: list[tuple[Message, BaseException | None]]) -> None:
         """Commit what succeeded, release failures for a retry, dead-letter exhausted ones."""
-        done, self._done = self._done, []
-        if not done:
-            return
         ok = [m for m, exc in done if exc is None]
         if ok:
             committed = await self._call(self.client.commit, ok)
@@ -293,6 +395,8 @@ class _Engine:
             if len(committed) < len(ok):
                 self.stats.lost += len(ok) - len(committed)
                 log.warning('%d of %d commits were refused: their claims were lost', len(ok) - len(committed), len(ok))
+        if len(ok) == len(done):
+            return
         retries: dict[float, list[Message]] = {}
         for msg, exc in done:
             if exc is None:
@@ -333,21 +437,23 @@ class _Engine:
         return len(got)
 
     def _accept(self, msgs: list[Message]) -> None:
-        for msg in msgs:
-            if msg.deliveries > self.max_deliveries:
-                # Claimed again and again without an outcome (its workers died): do not run it once more.
-                if not self._done:
-                    self._first_done = time.monotonic()
-                error = _Exhausted(
-                    f'no outcome after {msg.deliveries - 1} deliveries (max_deliveries={self.max_deliveries})'
-                )
-                self._done.append((msg, error))
-            else:
-                self._ready.append(msg)
+        with self._lock:
+            for msg in msgs:
+                if msg.deliveries > self.max_deliveries:
+                    # Claimed again and again without an outcome (its workers died): do not run it once more.
+                    if not self._done:
+                        self._first_done = time.monotonic()
+                    error = _Exhausted(
+                        f'no outcome after {msg.deliveries - 1} deliveries (max_deliveries={self.max_deliveries})'
+                    )
+                    self._done.append((msg, error))
+                else:
+                    self._ready.append(msg)
 
     async def _drained(self) -> bool:
         """Burst mode: nothing waiting, claimed (by anyone) or delayed on any topic, and nothing held here."""
-        if self._ready or self._running or self._done:
+        await self._flushed()
+        if self._held_count():
             return False
         for topic in self.topics.values():
             s = await self._call(topic.stats)
@@ -372,9 +478,11 @@ class _Engine:
             current = {_key(m) for m in self._held()}
             lost = {_key(m) for m in held if m.id not in renewed} & current
             if lost:
-                before = len(self._ready)
-                self._ready = collections.deque(m for m in self._ready if _key(m) not in lost)
-                self.stats.lost += before - len(self._ready)
+                with self._lock:
+                    keep = [m for m in self._ready if _key(m) not in lost]
+                    self.stats.lost += len(self._ready) - len(keep)
+                    self._ready.clear()
+                    self._ready.extend(keep)
                 log.warning('%d leases could not be renewed: their claims were lost', len(lost))
 
     async def _harvest_loop(self) -> None:
@@ -440,7 +548,7 @@ class _Engine:
             'worker %s started on %s: topics %s, concurrency %d, prefetch %d',
             self.name or '(unnamed)', self.client.url, list(self.topics), self.concurrency, self.prefetch,
         )  # fmt: skip
-        background: list[asyncio.Task[None]] = []
+        background: list[asyncio.Task[Any]] = []
         try:
             if self.name is not None:
                 for topic in self.topics.values():
@@ -454,7 +562,9 @@ class _Engine:
             await self._main()
             await self._shutdown()
         finally:
+            self._stopping = True  # also when run() fails or is cancelled: lanes take no further message
             self._done_event.set()
+            background += [t for t in (self._flushing, self._claiming) if t is not None]
             await asyncio.gather(*background, return_exceptions=True)
             self._remove_signals()
             for pool in (self._io, self._threads):
@@ -467,26 +577,38 @@ class _Engine:
         assert self._wake is not None
         low_water = self.prefetch // 2
         while not self._stopping:
+            if self._failure is not None:
+                raise self._failure
+            if self._flushing is not None and self._flushing.done():
+                await self._flushed()  # raises what recording the outcomes raised
+            claimed_nothing = False
+            if self._claiming is not None and self._claiming.done():
+                claiming, self._claiming = self._claiming, None
+                claimed_nothing = not claiming.result()
+                if claimed_nothing and self._claim_idle and self.burst and await self._drained():
+                    return
             self._start()
-            if self._done and (
-                len(self._done) >= max(1, low_water)
-                or not self._running
-                or time.monotonic() - self._first_done >= COMMIT_LINGER
+            finished = self._take_done() if self._flush_due() else []
+            # The claim runs while handlers run and outcomes are recorded, so the server always has work;
+            # it is sent before the commit, so its messages arrive while the server commits. After an
+            # empty claim, the next one waits for a wake or a poll (a blocking claim when idle).
+            held = self._held_count()
+            if (
+                self._claiming is None
+                and held <= low_water
+                and not self._stopping
+                and (not claimed_nothing or not held)
             ):
-                await self._flush()
-                continue
-            held = len(self._ready) + len(self._running) + len(self._done)
-            if held <= low_water:
-                idle = held == 0
-                got = await self._claim(self.prefetch - held, self.poll if idle else None)
-                if got or self._stopping:
-                    continue
-                if idle:
-                    if self.burst and await self._drained():
-                        return
-                    continue
+                self._claim_idle = held == 0
+                block = self.poll if self._claim_idle else None
+                self._claiming = self._in_background(self._claim(self.prefetch - held, block))
+            if finished:
+                self._flushing = self._in_background(self._flush(finished))
             self._wake.clear()
-            timeout = COMMIT_LINGER if self._done else self.poll
+            if self._done and self._flushing is None:
+                timeout = max(0.0, COMMIT_LINGER - (time.monotonic() - self._first_done))
+            else:
+                timeout = self.poll  # a lane, a claim or a flush that ends, or stop(), wakes it earlier
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             except asyncio.TimeoutError:
@@ -495,16 +617,25 @@ class _Engine:
     async def _shutdown(self) -> None:
         """Release what was not started, let running handlers finish, record every outcome."""
         assert self._wake is not None
-        unstarted = list(self._ready)
-        self._ready.clear()
+        if self._claiming is not None:  # what it claims is released below
+            await asyncio.shield(self._claiming)
+            self._claiming = None
+        with self._lock:
+            unstarted = list(self._ready)
+            self._ready.clear()
         if unstarted:
             released = await self._call(self.client.release, unstarted)
             self.stats.released += len(released)
             log.info('released %d prefetched messages', len(released))
-        while self._running:
+        while len(self._free) < self.concurrency:  # lanes end after their current message
             self._wake.clear()
             await self._wake.wait()
-        await self._flush()
+        await self._flushed()
+        if self._done:
+            self._flushing = self._in_background(self._flush(self._take_done()))
+            await self._flushed()
+        if self._failure is not None:
+            raise self._failure
 
 
 async def _awaited(awaitable: Awaitable[Any] | Any) -> Any:
@@ -516,9 +647,12 @@ _DOC_ARGS = """
         client: a ``ferroq.Client``, ``ferroq.AsyncClient``, ``ferroq.pure.Client`` or ``ferroq.pure.AsyncClient``.
         topics: a topic name, or several in priority order (the first is drained first).
         handler: called with each :class:`~ferroq.Message`; a plain function runs on a thread, an
-            ``async def`` as a task. Returning commits the message; raising retries it.
+            ``async def`` on the worker's loop (one that never awaits holds up that loop; between two
+            messages the worker gives the loop a turn at least every 5 ms). Returning commits the
+            message; raising retries it.
         concurrency: handlers running at once.
-        prefetch: messages held at most (claimed ahead of the handlers); default ``max(2 * concurrency, 10)``.
+        prefetch: messages held at most: claimed ahead of the handlers, running, or finished and not yet
+            sent to be committed; default ``max(2 * concurrency, 10)``.
         lease: seconds each claim is leased for; renewed every ``lease / 3`` while held.
         max_deliveries: deliveries before a failing message goes to the dead-letter topic.
         retry_delay, retry_backoff, max_retry_delay: a failed delivery ``d`` is retried after

@@ -389,6 +389,145 @@ def test_stop_releases_prefetched_messages(client, r, impl, loop_thread):
     assert (s.backlog, s.nextlog, s.leased) == (8, 0, 0)
 
 
+# --- lanes: each of `concurrency` lanes runs message after message --------------------------------------
+
+
+def _handler(kind: str, fn: Any) -> Any:
+    """``fn`` as a plain handler or as an ``async def`` one (the two kinds of lanes)."""
+    if kind == 'plain':
+        return fn
+
+    async def handle(msg: ferroq.Message) -> None:
+        fn(msg)
+
+    return handle
+
+
+@pytest.mark.parametrize('kind', ['plain', 'async'])
+def test_long_run_with_interleaved_failures(client, r, impl, loop_thread, kind):
+    t = client.topic('jobs')
+    for start in range(0, 600, 200):
+        t.publish_batch([{'n': str(i)} for i in range(start, start + 200)])
+    succeeded: list[str] = []
+    lock = threading.Lock()
+
+    def handle(msg: ferroq.Message) -> None:
+        n = int(msg.fields['n'])
+        if n % 50 == 7 or (n % 5 == 0 and msg.deliveries == 1):  # always failing / failing once
+            raise ValueError(f'n={n}')
+        with lock:
+            succeeded.append(msg.id)
+
+    stats = run_burst(impl, loop_thread, client, 'jobs', _handler(kind, handle), concurrency=3, prefetch=50,
+                      max_deliveries=2)  # fmt: skip
+    assert (stats.committed, stats.retried, stats.dead, stats.lost, stats.released) == (588, 132, 12, 0, 0)
+    assert len(succeeded) == len(set(succeeded)) == 588  # each message succeeded exactly once
+    dead = client.topic('jobs.dead').inspect()
+    assert sorted(int(e.fields['n']) for e in dead) == list(range(7, 600, 50))  # type: ignore[index]
+    assert {e.error for e in dead} == {f'ValueError: n={n}' for n in range(7, 600, 50)}
+    assert t.stats().backlog == 0 and r.exists('rfq:jobs:nextlog', 'rfq:jobs:delayed', 'rfq:jobs:leases') == 0
+
+
+@pytest.mark.parametrize('kind', ['plain', 'async'])
+def test_stop_in_the_middle_of_a_run(client, r, impl, loop_thread, kind):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(300)])
+    handled: list[str] = []
+    lock = threading.Lock()
+    workers: list[Any] = []
+
+    def handle(msg: ferroq.Message) -> None:
+        with lock:
+            handled.append(msg.id)
+            if len(handled) == 40:
+                workers[0].stop()  # from inside a handler, while the other lane is busy too
+
+    running = Running(impl, loop_thread, client, 'jobs', _handler(kind, handle), concurrency=2, prefetch=100)
+    workers.append(running.worker)
+    stats = running.result.result(30)
+    # Every handler that started finished and was committed; no lane took a message after stop().
+    assert 40 <= len(handled) <= 41 and len(set(handled)) == len(handled)
+    assert (stats.committed, stats.retried, stats.lost) == (len(handled), 0, 0)
+    assert all(r.exists(f'rfq:jobs:message:{msg_id}') == 0 for msg_id in handled)
+    s = t.stats()  # the rest was released unstarted (or never claimed): all in the backlog again
+    assert (s.backlog, s.nextlog, s.leased, s.delayed) == (300 - len(handled), 0, 0, 0)
+    assert stats.released > 0
+
+
+@pytest.mark.parametrize('kind', ['plain', 'async'])
+def test_finished_messages_are_committed_while_a_lane_runs_a_slow_one(client, r, impl, loop_thread, kind):
+    t = client.topic('jobs')
+    first, _, _ = t.publish_batch([{'n': str(i)} for i in range(3)])
+    seen: list[bool] = []
+
+    def committed() -> bool:
+        return r.exists(f'rfq:jobs:message:{first}') == 0
+
+    def handle(msg: ferroq.Message) -> None:  # the second waits for the first's commit (bounded)
+        if msg.fields['n'] == '1':
+            deadline = time.monotonic() + 10
+            while not committed() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append(committed())
+
+    async def handle_async(msg: ferroq.Message) -> None:
+        if msg.fields['n'] == '1':
+            deadline = time.monotonic() + 10
+            while not committed() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            seen.append(committed())
+
+    stats = run_burst(impl, loop_thread, client, 'jobs', handle if kind == 'plain' else handle_async, prefetch=3)
+    assert seen == [True] and stats.committed == 3
+    assert r.dbsize() == 0
+
+
+def test_async_handlers_that_never_wait_do_not_hold_up_renewals(client, r, impl, loop_thread, redis_url):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(120)])
+    deliveries: list[int] = []
+
+    async def handle(msg: ferroq.Message) -> None:
+        deliveries.append(msg.deliveries)
+        time.sleep(0.005)  # noqa: ASYNC251 - blocks the loop on purpose: 0.6 s in all, past the 0.3 s lease
+
+    harvester = ferroq.Client(redis_url).topic('jobs')  # elsewhere: requeues every claim whose lease expires
+    stop = threading.Event()
+    requeued: list[str] = []
+
+    def harvest() -> None:
+        while not stop.wait(0.05):
+            requeued.extend(harvester.harvest(lease=0.3))
+
+    thread = threading.Thread(target=harvest)
+    thread.start()
+    try:
+        stats = run_burst(impl, loop_thread, client, 'jobs', handle, prefetch=120, lease=0.3)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert requeued == [] and deliveries == [1] * 120
+    assert (stats.committed, stats.lost) == (120, 0)
+    assert r.dbsize() == 0
+
+
+def test_plain_handler_returning_a_coroutine(client, r, impl, loop_thread):
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(6)])
+    ran: list[str] = []
+
+    async def work(msg: ferroq.Message) -> None:
+        await asyncio.sleep(0)
+        ran.append(msg.fields['n'])
+        if msg.fields['n'] == '3' and msg.deliveries == 1:
+            raise RuntimeError('later')
+
+    stats = run_burst(impl, loop_thread, client, 'jobs', lambda m: work(m), concurrency=2)
+    assert sorted(ran) == ['0', '1', '2', '3', '3', '4', '5']
+    assert (stats.committed, stats.retried) == (6, 1)
+    assert r.dbsize() == 0
+
+
 def test_bad_settings_raise_before_io(client, r, impl):
     for kwargs, exc in (
         ({'concurrency': 0}, ferroq.InvalidArgument),
