@@ -369,6 +369,9 @@ impl Pool {
         F: FnMut(MultiplexedConnection) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        if !idempotent {
+            settle().await;
+        }
         let started = Instant::now();
         let mut backoff = Duration::from_millis(50);
         let mut retried = false;
@@ -474,6 +477,16 @@ impl Pool {
             v => Ok(v),
         }
     }
+}
+
+/// Gives the connections' tasks a turn before a call that is not repeated after a drop. On the sync
+/// clients' runtime nothing drives them between calls (see `bindings::runtime`): the first yield lets
+/// the runtime poll for I/O, which wakes the tasks of connections with news, the second lets those
+/// tasks run. A connection the server dropped meanwhile is then marked dead (see [`Live`]) and replaced
+/// before the call is sent on it. Idempotent calls skip this: after a drop they are sent once more.
+async fn settle() {
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
 }
 
 fn is_noscript(v: &Value) -> bool {

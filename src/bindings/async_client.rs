@@ -78,6 +78,7 @@ fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 }
 
 fn deliver(py: Python<'_>, event_loop: Py<PyAny>, fut: Py<PyAny>, result: Result<crate::bindings::client::Convert>) {
+    exceptions::issue_warnings(py);
     let outcome = match result {
         Ok(convert) => convert(py).map_err(|e| e.into_value(py).into_any()),
         Err(err) => match exceptions::instance(py, &err) {

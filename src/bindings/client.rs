@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyString};
 
 use crate::bindings::convert::{self, repr};
-use crate::bindings::exceptions::{to_pyerr, IntoPy};
+use crate::bindings::exceptions::{issue_warnings, to_pyerr, IntoPy};
 use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
 use crate::config::{Options, RawOptions};
@@ -59,8 +59,9 @@ pub fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py
 
 /// Runs `op` and waits for it with the GIL released.
 pub fn run_sync(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
-    let convert = runtime::wait(py, op)?.py_err(py)?;
-    convert(py)
+    let result = runtime::wait(py, op);
+    issue_warnings(py);
+    result?.py_err(py)?(py)
 }
 
 /// Options and the connection pool of one client. The pool belongs to the process that built it: in a

@@ -1,5 +1,8 @@
 //! Core errors -> the classes of `ferroq.exceptions` (the one place this mapping lives).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -76,21 +79,36 @@ pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     }
 }
 
-/// `warnings.warn(message, RuntimeWarning)`: the sink of the pools' warnings about the server (see
-/// `pool::set_warning_sink`). Runs on a runtime thread, so a warning turned into an error (`-W error`)
-/// cannot reach the caller: it is reported as unraisable instead.
+/// Warnings of the pools about the server, not issued yet (see [`warn`]).
+static PENDING_WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static ANY_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The sink of the pools' warnings about the server (see `pool::set_warning_sink`). They arise inside a
+/// call, on a thread that drives a runtime, where no Python code may run (it could call in again), so
+/// they are kept until the call hands back its result: then [`issue_warnings`] issues them.
 pub fn warn(message: &str) {
-    crate::bindings::runtime::with_python(|py| {
-        let warned = py.import("warnings").and_then(|w| {
-            w.call_method1(
-                "warn",
-                (message, py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), 2),
-            )
-        });
+    PENDING_WARNINGS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(message.to_string());
+    ANY_PENDING.store(true, Ordering::Release);
+}
+
+/// `warnings.warn(message, RuntimeWarning)` for each warning [`warn`] kept. The call itself succeeded,
+/// so a warning turned into an error (`-W error`) is reported as unraisable instead of raised.
+pub fn issue_warnings(py: Python<'_>) {
+    if !ANY_PENDING.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let pending = std::mem::take(&mut *PENDING_WARNINGS.lock().unwrap_or_else(|e| e.into_inner()));
+    for message in pending {
+        let warned = py
+            .import("warnings")
+            .and_then(|w| w.call_method1("warn", (message, py.get_type::<pyo3::exceptions::PyRuntimeWarning>())));
         if let Err(e) = warned {
             e.write_unraisable(py, None);
         }
-    });
+    }
 }
 
 /// `Result` -> `PyResult` with [`to_pyerr`].

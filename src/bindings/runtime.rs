@@ -1,6 +1,13 @@
-//! The one tokio runtime of the extension, and waiting for its tasks with the GIL released.
+//! The tokio runtimes of the extension, and waiting for a call with the GIL released.
 //!
-//! Fork safety: the runtime remembers the pid that built it. In a forked child (Spark forks Python
+//! A sync call runs on a current-thread runtime that the calling thread drives itself, inside `block_on`
+//! with the GIL released: the calling thread writes the request, waits in epoll and reads the reply, and
+//! no other thread takes part (on a multi-thread runtime the same call wakes a worker thread and is woken
+//! back, several context switches per call). Threads that call at the same time share that runtime: one
+//! drives it, the others wait for their replies. The asyncio clients' calls run on a multi-thread runtime
+//! of 2 workers, since nothing in an event loop's thread may block.
+//!
+//! Fork safety: each runtime remembers the pid that built it. In a forked child (Spark forks Python
 //! workers) its threads do not exist, so a new runtime is built and the parent's is leaked untouched.
 
 use std::future::Future;
@@ -14,7 +21,32 @@ use tokio::runtime::{Builder, Runtime};
 
 use crate::errors::Result;
 
-static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+/// A runtime of this process, built on first use (again in a forked child).
+struct PerProcess(Mutex<Option<(u32, &'static Runtime)>>);
+
+impl PerProcess {
+    const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn get(&self, build: fn() -> std::io::Result<Runtime>) -> &'static Runtime {
+        let pid = std::process::id();
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((owner, rt)) = *guard {
+            if owner == pid {
+                return rt;
+            }
+        }
+        let rt = build().expect("ferroq: cannot start the tokio runtime");
+        // Leaked on purpose: a runtime inherited through fork must never be dropped (its threads are gone).
+        let rt: &'static Runtime = Box::leak(Box::new(rt));
+        *guard = Some((pid, rt));
+        rt
+    }
+}
+
+static ASYNC_RUNTIME: PerProcess = PerProcess::new();
+static SYNC_RUNTIME: PerProcess = PerProcess::new();
 
 /// How often a waiting call wakes to let Python handle signals (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
@@ -26,7 +58,7 @@ static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
 /// The longest the exit hook waits for them.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 
-/// Runs `f` with the GIL on a runtime thread (an asyncio result, a warning), unless the interpreter is
+/// Runs `f` with the GIL on a runtime thread (an asyncio result, the iterable of `publish_stream`), unless the interpreter is
 /// exiting. A thread still inside Python when the interpreter finalizes crashes the process (it may be
 /// waiting for the GIL that the finalizing main thread holds), so the exit hook waits for such calls to
 /// end and stops new ones; whatever they would have delivered has nobody left to receive it.
@@ -58,37 +90,76 @@ pub fn register_exit_hook(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The runtime of this process, built on first use (again in a forked child).
+/// The runtime of the asyncio clients.
 pub fn runtime() -> &'static Runtime {
-    let pid = std::process::id();
-    let mut guard = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, rt)) = *guard {
-        if owner == pid {
-            return rt;
-        }
-    }
-    let rt = Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("ferroq-io")
-        .enable_all()
-        .build()
-        .expect("ferroq: cannot start the tokio runtime");
-    // Leaked on purpose: a runtime inherited through fork must never be dropped (its threads are gone).
-    let rt: &'static Runtime = Box::leak(Box::new(rt));
-    *guard = Some((pid, rt));
-    rt
+    ASYNC_RUNTIME.get(|| {
+        Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ferroq-io")
+            .enable_all()
+            .build()
+    })
 }
 
-/// Runs `fut` on the runtime and waits for it with the GIL released, waking every 50 ms to check for
-/// signals; on KeyboardInterrupt (or any signal handler error) the task is aborted and the error raised.
+/// The runtime of the sync clients, driven by their calling threads (see the module doc).
+fn sync_runtime() -> &'static Runtime {
+    SYNC_RUNTIME.get(|| Builder::new_current_thread().enable_all().build())
+}
+
+/// Runs `fut` on the sync runtime in the calling thread, with the GIL released, waking every 50 ms to
+/// check for signals; on KeyboardInterrupt (or any signal handler error) the future is dropped (which
+/// cancels it) and the error raised. No Python code runs in this thread meanwhile (warnings wait for
+/// the end of the call, see `exceptions::warn`), so nothing can call in again while it drives the runtime.
 pub fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<Result<T>>
 where
     F: Future<Output = Result<T>> + Send + 'static,
     T: Send + 'static,
 {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        // Python code run by a runtime thread calls in: this thread cannot drive the sync runtime.
+        return wait_on_new_thread(py, fut);
+    }
+    let rt = sync_runtime();
+    let interrupted = {
+        // Pinned here, so a slice that times out leaves the call where it is for the next slice.
+        let mut call = std::pin::pin!(fut);
+        loop {
+            // The timer is made inside `block_on`: it needs the runtime's context.
+            let slice = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, &mut call).await }));
+            match slice {
+                Ok(result) => return Ok(result),
+                Err(_elapsed) => {
+                    if let Err(err) = py.check_signals() {
+                        break err;
+                    }
+                }
+            }
+        }
+    };
+    // Dropping the call aborted the connection tasks only it used (a blocking claim's connection). One
+    // turn of the runtime ends them now, closing their sockets, instead of at the next call: the server
+    // must not keep a BLMOVE for a caller that is gone.
+    py.detach(|| rt.block_on(tokio::task::yield_now()));
+    Err(interrupted)
+}
+
+/// [`wait`] from a thread inside a runtime's context, which cannot drive the sync runtime (Python code
+/// run by a runtime thread, such as the iterable given to `publish_stream`, calling a sync client): a
+/// new thread drives the call.
+fn wait_on_new_thread<T, F>(py: Python<'_>, fut: F) -> PyResult<Result<T>>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (fut, abort) = futures_util::future::abortable(fut);
     let (tx, rx) = mpsc::sync_channel(1);
-    let handle = runtime().spawn(async move {
-        let _ = tx.send(fut.await);
+    std::thread::spawn(move || {
+        let rt = sync_runtime();
+        match rt.block_on(fut) {
+            Ok(result) => drop(tx.send(result)),
+            // Interrupted: the aborted connection tasks end now (see `wait`).
+            Err(_aborted) => rt.block_on(tokio::task::yield_now()),
+        }
     });
     let mut rx = rx;
     loop {
@@ -99,13 +170,13 @@ where
             Ok(result) => return Ok(result),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(err) = py.check_signals() {
-                    handle.abort();
+                    abort.abort();
                     return Err(err);
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "ferroq: the I/O task ended without a result",
+                    "ferroq: the I/O thread ended without a result",
                 ));
             }
         }

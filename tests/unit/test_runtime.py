@@ -1,12 +1,15 @@
-"""Process-level behaviour of the sync clients: fork safety and the GIL released during I/O."""
+"""Process-level behaviour of the sync clients: fork safety, the GIL released during I/O, Ctrl-C, threads."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 
 import pytest
 
@@ -111,5 +114,131 @@ def test_native_publish_batch_from_threads(redis_url, r):
         assert len(results) == 8
         assert len({i for ids in results for i in ids}) == 1600
         assert r.llen('rfq:threads:backlog') == 1600
+    finally:
+        c.close()
+
+
+_CTRL_C_CHILD = """
+import sys, time
+import redis, ferroq, ferroq.pure
+url, kind = sys.argv[1], sys.argv[2]
+c = (ferroq.Client if kind == 'native' else ferroq.pure.Client)(url)
+t = c.topic('ctrl-c')
+t.claim()  # connected, so only the blocking wait is interrupted
+print('blocking', flush=True)
+try:
+    t.claim(block=60)
+except KeyboardInterrupt:
+    print('interrupted', flush=True)
+r = redis.Redis.from_url(url)
+deadline = time.monotonic() + 10
+while r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
+    time.sleep(0.01)
+# The interrupted claim's BLMOVE is gone (its connection closed) before the client is used again.
+print('blocked', r.info('clients')['blocked_clients'], flush=True)
+t.publish({'n': '1'})
+[m] = t.claim()
+print('committed', t.commit([m]) == [m.id], flush=True)
+"""
+
+
+@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
+def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
+    """SIGINT during ``claim(block=60)`` raises KeyboardInterrupt at once, and the client still works."""
+    child = subprocess.Popen([sys.executable, '-c', _CTRL_C_CHILD, redis_url, kind], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == 'blocking'
+        deadline = time.monotonic() + 10
+        while not r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert r.info('clients')['blocked_clients'] == 1  # the child waits in its BLMOVE
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=30)  # without the interruption: 60 s, and this fails
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert out.split('\n')[:3] == ['interrupted', 'blocked 0', 'committed True'], out
+    assert child.returncode == 0
+
+
+def test_native_sync_calls_from_many_threads_share_the_runtime(redis_url, r):
+    """One thread waits in a blocking claim while others publish, claim and commit on the same client."""
+    c = ferroq.Client(redis_url)
+    try:
+        waiting, busy = c.topic('waiting'), c.topic('busy')
+        got: list[list[ferroq.Message]] = []
+        errors: list[BaseException] = []
+
+        def wait_for_one() -> None:
+            try:
+                got.append(waiting.claim(block=30))
+            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+                errors.append(e)
+
+        def work(n: int) -> None:
+            try:
+                for i in range(50):
+                    busy.publish({'thread': str(n), 'i': str(i)})
+                    [m] = busy.claim()
+                    assert busy.commit([m]) == [m.id]
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+
+        blocked = threading.Thread(target=wait_for_one)
+        blocked.start()
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in workers:
+            th.start()
+        for th in workers:
+            th.join(60)
+        waiting.publish({'n': 'last'})
+        blocked.join(30)
+        assert errors == []
+        assert [[m.fields for m in ms] for ms in got] == [[{'n': 'last'}]]
+        assert r.dbsize() == 0 or waiting.stats().nextlog == 1  # the last one is still leased
+    finally:
+        c.close()
+
+
+def test_sync_calls_from_inside_publish_stream(redis_url, r, loop_thread):
+    """The iterable of publish_stream runs on a runtime thread; a sync call made there still completes."""
+    c = ferroq.Client(redis_url)
+    try:
+        t, other = c.topic('stream'), c.topic('other')
+
+        def messages(n: int) -> Iterator[dict[str, str]]:
+            for i in range(n):
+                other.publish({'i': str(i)})  # the same client, from inside its own call
+                yield {'i': str(i)}
+
+        assert t.publish_stream(messages(5)) == 5
+
+        async def from_async() -> int:
+            ac = ferroq.AsyncClient(redis_url)
+            try:
+                return await ac.topic('stream').publish_stream(messages(3))
+            finally:
+                await ac.close()
+
+        assert loop_thread.run(from_async()) == 3
+        assert r.llen('rfq:stream:backlog') == 8
+        assert r.llen('rfq:other:backlog') == 8
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
+def test_connection_dropped_while_idle_is_replaced_before_a_claim(kind, redis_url, r):
+    """A claim is not repeated after a drop, so a connection the server closed is replaced before it is sent."""
+    c = SYNC_CLIENTS[kind](redis_url)
+    try:
+        t = c.topic('idle')
+        for i in range(20):
+            t.publish({'i': str(i)})
+            r.client_kill_filter(_type='normal', skipme=True)  # the server closes them before replying
+            [m] = t.claim()
+            assert t.commit([m]) == [m.id]
     finally:
         c.close()
