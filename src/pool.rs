@@ -18,8 +18,8 @@ use crate::scripts;
 
 /// How long a LOADING server is waited for before the call fails.
 const LOADING_WAIT: Duration = Duration::from_secs(10);
-/// Times the scripts are loaded again for one call before NOSCRIPT is given up on (the cache keeps being
-/// flushed).
+/// Rounds of NOSCRIPT handling for one call (the cache keeps being flushed): the scripts are loaded and
+/// the calls resent, the last time as EVAL with the source, which cannot meet NOSCRIPT.
 const NOSCRIPT_ROUNDS: usize = 3;
 /// Idle dedicated connections kept for the next blocking claim.
 const MAX_IDLE_DEDICATED: usize = 8;
@@ -412,7 +412,8 @@ impl Pool {
     /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
     /// the replies in order. Scripts missing from the server's cache are loaded and their calls resent;
     /// a cache flushed again between the load and the resend (SCRIPT FLUSH, a failover) gets another
-    /// round, up to [`NOSCRIPT_ROUNDS`]. The first error reply, if any, becomes the error.
+    /// round, up to [`NOSCRIPT_ROUNDS`], the last of which sends EVAL with the source (it cannot meet
+    /// NOSCRIPT). The first error reply, if any, becomes the error.
     pub async fn eval_pipe(
         &self,
         conn: &mut MultiplexedConnection,
@@ -421,7 +422,7 @@ impl Pool {
     ) -> Result<Vec<Value>> {
         let mut replies = self.send_pipeline(conn, pipe).await?;
         let all: Vec<&Cmd> = pipe.cmd_iter().collect();
-        for _ in 0..NOSCRIPT_ROUNDS {
+        for round in 0..NOSCRIPT_ROUNDS {
             let missing: Vec<usize> = (0..replies.len()).filter(|&i| is_noscript(&replies[i])).collect();
             if missing.is_empty() {
                 break;
@@ -437,7 +438,11 @@ impl Pool {
             first_error(self.send_pipeline(conn, &load).await?)?;
             let mut again = Pipeline::with_capacity(missing.len());
             for &i in &missing {
-                again.add_command(all[i].clone());
+                if round + 1 == NOSCRIPT_ROUNDS {
+                    again.add_command(scripts::eval_with_source(ids[i], all[i]));
+                } else {
+                    again.add_command(all[i].clone());
+                }
             }
             for (&i, reply) in missing.iter().zip(self.send_pipeline(conn, &again).await?) {
                 replies[i] = reply;

@@ -110,6 +110,19 @@ pub fn load_cmd(script: &Script) -> Cmd {
     cmd
 }
 
+/// `EVAL` with the script's source in place of the `EVALSHA` call `cmd` of script `id` (its other arguments
+/// unchanged): the last resort when the cache keeps being flushed, since EVAL cannot meet NOSCRIPT.
+pub fn eval_with_source(id: Id, cmd: &Cmd) -> Cmd {
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(id.script().source);
+    for arg in cmd.args_iter().skip(2) {
+        if let redis::Arg::Simple(bytes) = arg {
+            eval.arg(bytes);
+        }
+    }
+    eval
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +155,31 @@ mod tests {
             assert_eq!(id.script().name, name);
         }
         assert_eq!(all().len(), expected.len());
+    }
+
+    #[test]
+    fn eval_with_source_keeps_the_arguments() {
+        let mut sha = evalsha(Id::Extend, 2);
+        sha.arg("k1").arg("k2").arg(5000).arg("id");
+        let eval = eval_with_source(Id::Extend, &sha);
+        let args: Vec<Vec<u8>> = eval
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => panic!("only plain arguments"),
+            })
+            .collect();
+        let source = Id::Extend.script().source.as_bytes().to_vec();
+        let expected: Vec<Vec<u8>> = vec![
+            b"EVAL".to_vec(),
+            source,
+            b"2".to_vec(),
+            b"k1".to_vec(),
+            b"k2".to_vec(),
+            b"5000".to_vec(),
+            b"id".to_vec(),
+        ];
+        assert_eq!(args, expected);
     }
 
     #[test]

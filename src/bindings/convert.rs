@@ -376,17 +376,22 @@ fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'
     if !obj.is_instance(cls).unwrap_or(false) {
         return Ok(None);
     }
-    let get = |name: &str| {
+    // Interned names: a commit of 1000 messages makes no new attribute strings.
+    let get = |name: &Bound<'py, PyString>| {
         obj.getattr(name)
             .map_err(|e| Error::invalid(format!("bad Message: {e}")))
     };
-    let id = message_id(&get("id")?)?;
-    let deliveries = get("deliveries")?;
-    let token = deliveries
-        .str()
-        .map(|s| s.to_string())
-        .map_err(|e| Error::invalid(format!("bad Message: {e}")))?;
-    Ok(Some((id, get("topic")?, token)))
+    let id = message_id(&get(pyo3::intern!(py, "id"))?)?;
+    let deliveries = get(pyo3::intern!(py, "deliveries"))?;
+    // The token is the delivery count's decimal text: an int formats in Rust, anything else through str().
+    let token = match deliveries.extract::<u64>() {
+        Ok(n) => n.to_string(),
+        Err(_) => deliveries
+            .str()
+            .map(|s| s.to_string())
+            .map_err(|e| Error::invalid(format!("bad Message: {e}")))?,
+    };
+    Ok(Some((id, get(pyo3::intern!(py, "topic"))?, token)))
 }
 
 /// Messages or bare ids of one topic (Topic.commit / extend / release).
@@ -460,10 +465,12 @@ pub fn fields_dict<'py>(py: Python<'py>, fields: &Fields) -> PyResult<Bound<'py,
 /// `Message` objects for claimed messages; `names[i]` is the topic of index i.
 pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<rfq::Claimed>) -> PyResult<Py<PyAny>> {
     let cls = message_class(py)?;
+    // One str object per topic, shared by its messages.
+    let topics: Vec<Bound<'_, PyString>> = names.iter().map(|n| PyString::new(py, n)).collect();
     let out = PyList::empty(py);
     for c in claimed {
         let fields = fields_dict(py, &c.fields)?;
-        out.append(cls.call1((c.id, names[c.topic].as_str(), fields, c.deliveries))?)?;
+        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries))?)?;
     }
     Ok(out.into_any().unbind())
 }

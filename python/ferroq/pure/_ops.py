@@ -525,6 +525,7 @@ def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = F
 
     ``retry_drop``: the commands are safe to repeat, so run them again once after a dropped connection.
     """
+    commands = list(commands)  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
     pending = list(range(len(commands)))
     loading_deadline: float | None = None
@@ -558,9 +559,16 @@ def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = F
                 results[i] = item
         if missing:
             loads += 1
-            if loads > 2:  # scripts flushed again and again (SCRIPT FLUSH in a loop?): give up
-                raise ServerError('NOSCRIPT the scripts were flushed while loading them', 'NOSCRIPT')
-            yield from send(ctx, [('SCRIPT', 'LOAD', protocol.script_source(_SCRIPT_BY_SHA[sha])) for sha in missing])
+            if loads > 2:
+                # The cache keeps being flushed (SCRIPT FLUSH in a loop?): send the source with EVAL, which
+                # cannot meet NOSCRIPT, instead of loading once more.
+                for i in again:
+                    if commands[i][0] == 'EVALSHA':
+                        commands[i] = ('EVAL', protocol.script_source(_SCRIPT_BY_SHA[commands[i][1]]), *commands[i][2:])
+            else:
+                yield from send(
+                    ctx, [('SCRIPT', 'LOAD', protocol.script_source(_SCRIPT_BY_SHA[sha])) for sha in missing]
+                )
         if loading:
             loading_deadline = yield from _wait_loading(ctx, loading_deadline)
         pending = again
