@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,3 +34,21 @@ def message_keys(topic: str, ids: list[str]) -> set[str]:
 
 def bodies(messages: list[Any], field: str = 'n') -> list[str]:
     return [m.fields[field] for m in messages]
+
+
+def run_in_threads(work: Callable[[int], object], n: int, timeout: float = 60.0) -> list[BaseException]:
+    """Runs ``work(0)`` .. ``work(n - 1)`` on ``n`` threads at once; returns what they raised."""
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    return errors

@@ -1,9 +1,9 @@
 """A process that used the asyncio client must exit cleanly, however quickly it ends after its last call.
 
-Each result of ``ferroq.AsyncClient`` is handed to the event loop from a runtime thread that holds the
-GIL; if the interpreter starts finalizing while that thread still runs Python code, the process dies
-("Fatal Python error: PyGILState_Release ... finalizing", SIGABRT or SIGSEGV) after the program
-finished. The scenario drivers hit it at random; this test hits it on purpose.
+If a runtime thread of ``ferroq.AsyncClient`` still runs Python code (handing a result to a loop that
+cannot watch a socket, reading the iterable of ``publish_stream``) when the interpreter starts
+finalizing, the process dies ("Fatal Python error: PyGILState_Release ... finalizing", SIGABRT or
+SIGSEGV) after the program finished. The scenario drivers hit it at random; this test hits it on purpose.
 """
 
 from __future__ import annotations

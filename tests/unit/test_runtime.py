@@ -15,6 +15,7 @@ import pytest
 
 import ferroq
 import ferroq.pure
+from _checks import run_in_threads
 
 SYNC_CLIENTS = {'native': ferroq.Client, 'pure': ferroq.pure.Client}
 
@@ -99,18 +100,11 @@ def test_native_publish_batch_from_threads(redis_url, r):
     try:
         t = c.topic('threads')
         results: list[list[str]] = []
-        lock = threading.Lock()
 
         def work(n: int) -> None:
-            ids = t.publish_batch([{'thread': str(n), 'i': str(i)} for i in range(200)])
-            with lock:
-                results.append(ids)
+            results.append(t.publish_batch([{'thread': str(n), 'i': str(i)} for i in range(200)]))
 
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(30)
+        assert run_in_threads(work, 8, 30) == []
         assert len(results) == 8
         assert len({i for ids in results for i in ids}) == 1600
         assert r.llen('rfq:threads:backlog') == 1600
@@ -169,35 +163,21 @@ def test_native_sync_calls_from_many_threads_share_the_runtime(redis_url, r):
     try:
         waiting, busy = c.topic('waiting'), c.topic('busy')
         got: list[list[ferroq.Message]] = []
-        errors: list[BaseException] = []
-
-        def wait_for_one() -> None:
-            try:
-                got.append(waiting.claim(block=30))
-            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
-                errors.append(e)
+        blocked = threading.Thread(target=lambda: got.append(waiting.claim(block=30)))
+        blocked.start()
 
         def work(n: int) -> None:
-            try:
-                for i in range(50):
-                    busy.publish({'thread': str(n), 'i': str(i)})
-                    [m] = busy.claim()
-                    assert busy.commit([m]) == [m.id]
-            except BaseException as e:  # noqa: BLE001
-                errors.append(e)
+            for i in range(50):
+                busy.publish({'thread': str(n), 'i': str(i)})
+                [m] = busy.claim()
+                assert busy.commit([m]) == [m.id]
 
-        blocked = threading.Thread(target=wait_for_one)
-        blocked.start()
-        workers = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for th in workers:
-            th.start()
-        for th in workers:
-            th.join(60)
+        assert run_in_threads(work, 4, 60) == []
         waiting.publish({'n': 'last'})
         blocked.join(30)
-        assert errors == []
         assert [[m.fields for m in ms] for ms in got] == [[{'n': 'last'}]]
-        assert r.dbsize() == 0 or waiting.stats().nextlog == 1  # the last one is still leased
+        assert waiting.commit(got[0]) == [got[0][0].id]
+        assert r.dbsize() == 0
     finally:
         c.close()
 

@@ -1,0 +1,87 @@
+"""How the asyncio client hands results to event loops: per loop, on loops that cannot watch a socket, cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+import ferroq
+from _checks import run_in_threads
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that cannot watch a socket, like Windows' proactor loop."""
+
+    refused = 0
+
+    def add_reader(self, *args: Any) -> None:
+        self.refused += 1
+        raise NotImplementedError
+
+
+async def _round_trips(c: ferroq.AsyncClient, topic: str, n: int) -> None:
+    t = c.topic(topic)
+    for i in range(n):
+        await t.publish({'i': str(i)})
+        [m] = await t.claim()
+        assert m.fields == {'i': str(i)}
+        assert await t.commit([m]) == [m.id]
+
+
+def test_loop_that_cannot_watch_a_socket(redis_url, r):
+    async def main() -> None:
+        c = ferroq.AsyncClient(redis_url)
+        try:
+            await _round_trips(c, 'proactor', 20)
+            with pytest.raises(ferroq.exceptions.InvalidArgument):
+                await c.topic('proactor').claim(count=0)
+        finally:
+            await c.close()
+
+    loop = _NoReaderLoop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 60))
+    finally:
+        loop.close()
+    assert loop.refused == 1  # asked once, then every result came through call_soon_threadsafe
+    assert r.dbsize() == 0
+
+
+def test_one_client_on_loops_in_several_threads(redis_url, r):
+    """Each result reaches the loop that made the call."""
+    c = ferroq.AsyncClient(redis_url)
+    errors = run_in_threads(lambda n: asyncio.run(asyncio.wait_for(_round_trips(c, f'loop-{n}', 50), 60)), 3, 90)
+    assert errors == []
+    assert r.dbsize() == 0
+
+
+def test_cancelled_blocking_claim_lets_go_of_the_server(redis_url, r):
+    """Cancelling ``claim(block=60)`` aborts its BLMOVE: a message published next goes to the next claim."""
+
+    async def main() -> None:
+        c = ferroq.AsyncClient(redis_url)
+        try:
+            t = c.topic('cancel')
+            await t.claim()  # connected
+            waiting = asyncio.ensure_future(t.claim(block=60))
+            deadline = time.monotonic() + 10
+            while not r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert r.info('clients')['blocked_clients'] == 1
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            while r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert r.info('clients')['blocked_clients'] == 0
+            await t.publish({'n': '1'})
+            [m] = await t.claim()
+            assert await t.commit([m]) == [m.id]
+        finally:
+            await c.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert r.dbsize() == 0
