@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import subprocess
@@ -120,9 +119,7 @@ def measure_scale(cfg: Config, admin: Admin, impl: str, progress: Progress) -> d
                 }
                 progress.end(f'{row.msgs_per_s:,.0f} msgs/s')
             finally:
-                with contextlib.suppress(Exception):
-                    topic.purge('backlog')
-                admin.sweep(f'rfq:{name}:*')
+                sweep_topic(cfg.url, admin, name)
     finally:
         client.close()
     lo, hi = (out['depths'].get(str(d), {}).get('msgs_per_s') for d in depths)

@@ -22,8 +22,9 @@ __all__ = [
     'stream_key',
 ]
 
-# RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms.
-RSMQ_RECEIVE = (resources.files(__package__) / 'rsmq_receive.lua').read_text(encoding='utf-8')
+# RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms. It lives
+# with ferroq's scripts, in lua/peers/ (a peer's script for the benchmark's baselines, never sent by ferroq).
+RSMQ_RECEIVE = (resources.files('ferroq.protocol') / 'lua' / 'peers' / 'rsmq_receive.lua').read_text(encoding='utf-8')
 
 _ALNUM = string.ascii_letters + string.digits
 _B36 = string.digits + string.ascii_lowercase

@@ -20,7 +20,7 @@ def script_names() -> tuple[str, ...]:
     root = resources.files(__package__) / 'lua'
     names: list[str] = []
     for proto in root.iterdir():
-        if proto.is_dir():
+        if proto.is_dir() and proto.name != 'peers':  # lua/peers/: other projects' scripts, benchmark baselines
             names.extend(f'{proto.name}/{f.name[:-4]}' for f in proto.iterdir() if f.name.endswith('.lua'))
     return tuple(sorted(names))
 
