@@ -289,7 +289,11 @@ def synthetic() -> dict[str, Any]:
             'batch': 100,
             'messages': 10,
             'ratio': 0.95,
-            'depths': {'1000': {'msgs_per_s': 100.0}, '100000': {'msgs_per_s': 95.0}},
+            'rounds': 10,
+            'depths': {
+                '1000': {'msgs_per_s': 100.0, 'server_us_per_msg': 20.0},
+                '100000': {'msgs_per_s': 95.0, 'server_us_per_msg': 21.5},
+            },
         },
         'rss': {
             'impl': 'native',
@@ -344,6 +348,7 @@ def test_render_markdown_and_console() -> None:
     assert 'failed: boom' in md and 'not measured: redis-cli not found' in md
     assert '| publish | native | 10 | 50 | 90 | 99 |' in md
     assert 'ratio 0.95: holds' in md and 'bounded' in md
+    assert 'in 10 alternating rounds each' in md and '100,000 queued: 95 msgs/s (21.5 server µs/msg)' in md
     console = render_console(data)
     assert 'publish_batch(1000) vs the ceiling of HSET+LPUSH' in console and '200,000' in console
 
@@ -466,7 +471,9 @@ def test_run_scale(redis_url: str, r: Any) -> None:
     data = run(cfg, quiet=True)
     scale = data['scale']
     assert set(scale['depths']) == {'1000', '10000'} and scale['ratio'] > 0
-    assert all(d['msgs_per_s'] > 0 for d in scale['depths'].values())
+    assert all(d['msgs_per_s'] > 0 and d['server_us_per_msg'] > 0 for d in scale['depths'].values())
+    # the depths are drained in alternating rounds, each round a share of the messages
+    assert scale['rounds'] == 4 and all(len(d['rounds']) == 4 for d in scale['depths'].values())
     assert r.dbsize() == 0
 
 

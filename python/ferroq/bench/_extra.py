@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from ferroq.bench._common import LEASE, Admin, Config, Meter, Progress, payload
+from ferroq.bench._common import LEASE, Admin, Config, Meter, Progress, Sample, payload
 from ferroq.bench._impls import prefill, sweep_topic
 from ferroq.bench._registry import Context
 
@@ -85,46 +85,80 @@ def measure_latency(cfg: Config, admin: Admin, impls: list[str], progress: Progr
 
 
 def measure_scale(cfg: Config, admin: Admin, impl: str, progress: Progress) -> dict[str, Any]:
-    """claim+commit msgs/s (batches of 100) with 1k and with 100k messages queued behind the ones drained."""
+    """claim+commit msgs/s (batches of 100) with 1k and with 100k messages queued behind the ones drained.
+
+    Both topics are filled first, then drained in alternating rounds (ABBA order): the machine's speed
+    drifts during a run (other tenants, an AOF rewrite, the allocator), and alternating makes a drift
+    weigh on both depths alike instead of on whichever was measured second.
+    """
     depths = (1_000, 10_000 if cfg.quick else 100_000)
-    m, batch = (2_000, 100) if cfg.quick else (10_000, 100)
-    out: dict[str, Any] = {'impl': impl, 'batch': batch, 'messages': m, 'depths': {}}
+    m, batch, rounds = (2_000, 100, 4) if cfg.quick else (10_000, 100, 10)
+    per_round = m // rounds
+    out: dict[str, Any] = {'impl': impl, 'batch': batch, 'messages': m, 'rounds': rounds, 'depths': {}}
+    names = {depth: f'fqb-{cfg.run_id}-scale{depth}' for depth in depths}
     client = _client(impl, cfg.url)
     try:
+        topics = {depth: client.topic(name) for depth, name in names.items()}
+        progress.begin(f'scale: fill {depths[0]:,} and {depths[1]:,} queued', len(depths))
+        for i, depth in enumerate(depths):
+            prefill(Context(cfg, admin, names[depth], batch), 'rfq', depth + m + 2 * batch)
+            for _ in range(2):  # warm, untimed: the first calls after a big prefill are slower at any depth
+                topics[depth].commit(topics[depth].claim(count=batch, lease=LEASE))
+            progress.update(i + 1)
+        progress.end('filled')
+        progress.begin(f'scale: claim+commit with {depths[0]:,} / {depths[1]:,} queued', 2 * m)
+        samples: dict[int, list[Sample]] = {depth: [] for depth in depths}
+        for r in range(rounds):
+            for depth in depths if r % 2 == 0 else depths[::-1]:
+                samples[depth].append(_drain(topics[depth], per_round, batch, admin))
+                progress.update(sum(s.messages for v in samples.values() for s in v))
         for depth in depths:
-            name = f'fqb-{cfg.run_id}-scale{depth}'
-            topic = client.topic(name)
-            try:
-                progress.begin(f'scale: claim+commit with {depth:,} queued', m)
-                prefill(Context(cfg, admin, name, batch), 'rfq', depth + m + 2 * batch)
-                for _ in range(2):  # warm, untimed: the first calls after a big prefill are slower at any depth
-                    topic.commit(topic.claim(count=batch, lease=LEASE))
-                meter = Meter(admin)
-                meter.start()
-                done = 0
-                for _ in range(2 * m // batch + 10):  # bounded
-                    if done >= m:
-                        break
-                    got = topic.commit(topic.claim(count=min(batch, m - done), lease=LEASE))
-                    if not got:
-                        break
-                    done += len(got)
-                    progress.update(done)
-                row = meter.stop(done).row('claim+commit', batch, impl, m)
-                out['depths'][str(depth)] = {
-                    'msgs_per_s': row.msgs_per_s,
-                    'server_us_per_msg': row.server_us_per_msg,
-                    'client_us_per_msg': row.client_us_per_msg,
-                    'bg_cores': row.bg_cores,
-                }
-                progress.end(f'{row.msgs_per_s:,.0f} msgs/s')
-            finally:
-                sweep_topic(cfg.url, admin, name)
+            row = _sum(samples[depth]).row('claim+commit', batch, impl, m)
+            out['depths'][str(depth)] = {
+                'msgs_per_s': row.msgs_per_s,
+                'server_us_per_msg': row.server_us_per_msg,
+                'client_us_per_msg': row.client_us_per_msg,
+                'bg_cores': row.bg_cores,
+                'rounds': [s.messages / s.seconds if s.seconds > 0 else 0.0 for s in samples[depth]],
+            }
     finally:
         client.close()
+        for name in names.values():
+            sweep_topic(cfg.url, admin, name)
     lo, hi = (out['depths'].get(str(d), {}).get('msgs_per_s') for d in depths)
     out['ratio'] = hi / lo if lo and hi else None
+    progress.end('' if out['ratio'] is None else f'ratio {out["ratio"]:.2f}')
     return out
+
+
+def _drain(topic: Any, n: int, batch: int, admin: Admin) -> Sample:
+    """claim+commit ``n`` messages of ``topic`` in batches, timed."""
+    meter = Meter(admin)
+    meter.start()
+    done = 0
+    for _ in range(2 * n // batch + 10):  # bounded
+        if done >= n:
+            break
+        got = topic.commit(topic.claim(count=min(batch, n - done), lease=LEASE))
+        if not got:
+            break
+        done += len(got)
+    return meter.stop(done)
+
+
+def _sum(samples: list[Sample]) -> Sample:
+    """One sample for several timed stretches: their messages, seconds and CPU added up."""
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    return Sample(
+        messages=sum(s.messages for s in samples),
+        seconds=sum(s.seconds for s in samples),
+        client_cpu=sum(s.client_cpu for s in samples),
+        server_cpu=total([s.server_cpu for s in samples]),
+        machine_cpu=total([s.machine_cpu for s in samples]),
+    )
 
 
 def _rss_kib(pid: int) -> int | None:

@@ -274,10 +274,17 @@ def _notes(data: dict[str, Any]) -> list[str]:
     out = []
     scale = data.get('scale')
     if scale and scale.get('depths'):
-        parts = [f'{int(d):,} queued: {_num(v["msgs_per_s"])} msgs/s' for d, v in scale['depths'].items()]
+        parts = [
+            f'{int(d):,} queued: {_num(v["msgs_per_s"])} msgs/s'
+            + (f' ({v["server_us_per_msg"]:.1f} server µs/msg)' if v.get('server_us_per_msg') else '')
+            for d, v in scale['depths'].items()
+        ]
         ratio = scale.get('ratio')
         verdict = '' if ratio is None else f' (ratio {ratio:.2f}: {"holds" if ratio >= 0.9 else "FALLS"})'
-        out.append(f'Scale, {scale["impl"]} claim+commit({scale["batch"]}): ' + ', '.join(parts) + verdict + '.')
+        rounds = f', in {scale["rounds"]} alternating rounds each' if scale.get('rounds') else ''
+        out.append(
+            f'Scale, {scale["impl"]} claim+commit({scale["batch"]}){rounds}: ' + ', '.join(parts) + verdict + '.'
+        )
     rss = data.get('rss')
     if rss and 'peak_mib' in rss:
         rate = f', {_num(rss["msgs_per_s"])} msgs/s' if rss.get('msgs_per_s') else ''
