@@ -47,6 +47,7 @@ from ferroq.bench._ceiling import (
     xread_ack_stream,
 )
 from ferroq.bench._extra import percentile, rss_verdict
+from ferroq.bench._paired import pair_plans
 from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rsmq_ids
 
 RFQ_PYTHON = Path(os.environ.get('FERROQ_RFQ_VENV', Path(__file__).parents[2] / '.venv-rfq')) / 'bin' / 'python'
@@ -82,6 +83,8 @@ def test_parser_defaults_and_quick() -> None:
     assert config_from_args(build_parser().parse_args(['--scale']), 'u').rss_messages == 10_000_000
     assert (cfg.noise_retries, quick.noise_retries) == (2, 0)
     assert config_from_args(build_parser().parse_args(['--quick', '--noise-retries', '1']), 'u').noise_retries == 1
+    assert (cfg.target_pairs, quick.target_pairs) == (3, 1)
+    assert config_from_args(build_parser().parse_args(['--target-pairs', '0']), 'u').target_pairs == 0
     off = config_from_args(build_parser().parse_args(['--rss-messages', '0', '--no-ceiling', '--no-scale']), 'u')
     assert (off.rss_messages, off.ceiling, off.scale) == (0, False, False)
 
@@ -339,6 +342,42 @@ def test_ratios_and_targets() -> None:
     assert len(evaluate_targets(data)) == len(data['targets'])
 
 
+def test_paired_ratios_replace_the_matrix_ones() -> None:
+    data = synthetic()
+    label = 'publish_batch(1000) vs the ceiling of HSET+LPUSH'
+    # three pairs timed back to back: the target's ratio is the median pair, not the matrix's 200k / 220k
+    data['paired'] = {
+        label: {
+            'native_impl': 'native',
+            'native': [150_000.0, 170_000.0, 160_000.0],
+            'against': [200_000.0, 170_000.0, 180_000.0],
+            'ratios': [0.75, 1.0, 160 / 180],
+            'ratio': 160 / 180,
+        }
+    }
+    finish(data)
+    t = {t['target']: t for t in data['targets']}[label]
+    assert t['ratio'] == pytest.approx(160 / 180) and t['matrix_ratio'] == pytest.approx(200 / 220)
+    assert t['msgs_per_s'] == 160_000 and t['of'] == 180_000 and t['met'] is True
+    assert '| 0.89× | 0.75 1.00 0.89 | ≥ 0.8× | yes |' in render_markdown(data)
+
+
+def test_pair_plans_name_each_comparator() -> None:
+    data = synthetic()
+    finish(data)
+    plans = {t.label: (impl, comparator) for t, impl, comparator in pair_plans(data)}
+    assert plans['publish_batch(1000) vs the ceiling of HSET+LPUSH'] == ('native', ('ceiling', 'rfq publish'))
+    assert plans['publish_batch(1000) vs the best pure-Python client'] == (
+        'native',
+        ('cell', 'redis-py', 'publish', '1000'),
+    )
+    assert plans['single publish vs the round-trip rate'] == ('native', ('ceiling', 'round trip'))
+    assert plans['RSMQ send(1000) vs PyRSMQ sendMessage'] == ('native', ('cell', 'pyrsmq', 'rsmq send', '1'))
+    # a reference figure has nothing to pair with; a ceiling not measured in the run neither
+    assert 'worker (no-op handler) vs BullMQ Worker' not in plans
+    assert 'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL' not in plans
+
+
 def test_render_markdown_and_console() -> None:
     data = synthetic()
     finish(data)
@@ -455,6 +494,39 @@ def test_run_ferroq_rsmq_and_worker_rows(redis_url: str, r: Any) -> None:
     for label in ('worker (no-op handler) vs BullMQ Worker', 'worker (no-op handler) vs RQ SimpleWorker (burst)'):
         assert targets[label]['impl'].startswith('native') and targets[label]['ratio'] > 0
     assert data['leftover_keys'] == 0 and r.dbsize() == 0  # queues and topics deleted, rsmq:QUEUES emptied
+
+
+def test_run_paired_targets(redis_url: str, r: Any) -> None:
+    cfg = tiny(
+        redis_url,
+        messages=2000,
+        impls=('native', 'pure'),
+        ops=('publish', 'claim+commit'),
+        batches=(1, 1000),
+        ceiling=True,
+        target_pairs=2,
+        latency=False,
+        rss_messages=0,
+    )
+    data = run(cfg, quiet=True)
+    paired = data['paired']
+    labels = {
+        'publish_batch(1000) vs the ceiling of HSET+LPUSH',
+        'publish_batch(1000) vs the best pure-Python client',
+        'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL',
+        'claim+commit(1000) vs the best pure-Python client',
+        'single publish vs the round-trip rate',
+    }
+    assert set(paired) == labels
+    for label in labels:
+        entry = paired[label]
+        assert len(entry['native']) == len(entry['against']) == len(entry['ratios']) == 2
+        assert entry['native_impl'] == 'native' and all(v and v > 0 for v in entry['native'] + entry['against'])
+    targets = {t['target']: t for t in data['targets']}
+    for label in labels:
+        assert targets[label]['ratio'] == pytest.approx(paired[label]['ratio'])
+        assert targets[label]['pair_ratios'] == paired[label]['ratios']
+    assert data['leftover_keys'] == 0 and r.dbsize() == 0
 
 
 def test_run_scale(redis_url: str, r: Any) -> None:

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ferroq.bench._common import REDIS_ERRORS, Admin, BenchError, Config, Meter, Progress, payload
 from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
 
-__all__ = ['CEILINGS', 'Ceiling', 'measure_ceilings', 'resp', 'tool_target']
+__all__ = ['CEILINGS', 'Ceiling', 'measure_ceilings', 'measure_one_ceiling', 'resp', 'tool_target']
 
 ROUND_TRIP = 'round trip'
 #: The raw server ceiling of one write command with a deep pipeline (redis-benchmark -P 64 LPUSH).
@@ -258,44 +258,58 @@ def _lpush_pipelined(exe: str, url: str, key: str, n: int, timeout: float, admin
         admin.r.delete(key)
 
 
+def _measure_ceiling(cfg: Config, admin: Admin, c: Ceiling, name: str, progress: Progress) -> dict[str, Any]:
+    """Both streams of ``c`` (the consumer drains what the producer wrote), on keys named after ``name``."""
+    out: dict[str, Any] = {}
+    cli = shutil.which('redis-cli')
+    for key in (c.produce, c.consume):
+        out[key] = {'reason': 'redis-cli not found on PATH (Debian: apt-get install redis-tools)'}
+    if cli is None:
+        return out
+    n = cfg.ceiling_messages
+    try:
+        target = tool_target(cfg.url, 'redis-cli')
+        produce, between, consume = _streams(c, name, n, payload(cfg.size), admin)
+        for key, stream, cmds in ((c.produce, produce, c.commands[0]), (c.consume, consume, c.commands[1])):
+            progress.begin(f'ceiling {key}', n)
+            out[key] = {**_pipe(cli, target, stream, admin, n, cfg.time_limit + 60), 'commands': cmds}
+            progress.end(f'{out[key]["msgs_per_s"]:,.0f} msgs/s (redis-cli --pipe)')
+            if key == c.produce:
+                between()
+    except (BenchError, subprocess.TimeoutExpired, *REDIS_ERRORS) as exc:
+        for key in (c.produce, c.consume):
+            if out[key].get('msgs_per_s') is None:
+                out[key] = {'reason': str(exc)}
+    finally:
+        for pattern in (f'rfq:{name}:*', f'rsmq:{name}*', stream_key(name)):
+            admin.sweep(pattern)
+    return out
+
+
+def _measure_round_trip(cfg: Config, progress: Progress) -> dict[str, Any]:
+    bench = shutil.which('redis-benchmark')
+    if bench is None:
+        return {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+    try:
+        progress.begin('round-trip rate', 0)
+        out = _round_trip(bench, cfg.url, 2_000 if cfg.quick else 20_000, cfg.time_limit + 60)
+        progress.end(f'{out["msgs_per_s"]:,.0f} round trips/s (redis-benchmark -P 1 -c 1)')
+        return out
+    except (BenchError, subprocess.TimeoutExpired, OSError) as exc:
+        return {'reason': str(exc)}
+
+
 def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progress: Progress) -> dict[str, Any]:
     """Ceilings keyed by operation name (and ``round trip``); an entry with ``reason`` when it was not measured."""
     out: dict[str, Any] = {}
-    cli, bench = shutil.which('redis-cli'), shutil.which('redis-benchmark')
-    n = cfg.ceiling_messages
-    body = payload(cfg.size)
     wanted = set(families)
     for seq, c in enumerate(x for x in CEILINGS if x.family in wanted):
-        for key in (c.produce, c.consume):
-            out[key] = {'reason': 'redis-cli not found on PATH (Debian: apt-get install redis-tools)'}
-        if cli is None:
-            continue
-        name = f'fqb-{cfg.run_id}-ceiling{seq}'
-        try:
-            target = tool_target(cfg.url, 'redis-cli')
-            produce, between, consume = _streams(c, name, n, body, admin)
-            for key, stream, cmds in ((c.produce, produce, c.commands[0]), (c.consume, consume, c.commands[1])):
-                progress.begin(f'ceiling {key}', n)
-                out[key] = {**_pipe(cli, target, stream, admin, n, cfg.time_limit + 60), 'commands': cmds}
-                progress.end(f'{out[key]["msgs_per_s"]:,.0f} msgs/s (redis-cli --pipe)')
-                if key == c.produce:
-                    between()
-        except (BenchError, subprocess.TimeoutExpired, *REDIS_ERRORS) as exc:
-            for key in (c.produce, c.consume):
-                if out[key].get('msgs_per_s') is None:
-                    out[key] = {'reason': str(exc)}
-        finally:
-            for pattern in (f'rfq:{name}:*', f'rsmq:{name}*', stream_key(name)):
-                admin.sweep(pattern)
+        out.update(_measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-ceiling{seq}', progress))
+    out[ROUND_TRIP] = _measure_round_trip(cfg, progress)
+    bench = shutil.which('redis-benchmark')
     if bench is None:
-        out[ROUND_TRIP] = {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+        out[LPUSH_P64] = {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
     else:
-        try:
-            progress.begin('round-trip rate', 0)
-            out[ROUND_TRIP] = _round_trip(bench, cfg.url, 2_000 if cfg.quick else 20_000, cfg.time_limit + 60)
-            progress.end(f'{out[ROUND_TRIP]["msgs_per_s"]:,.0f} round trips/s (redis-benchmark -P 1 -c 1)')
-        except (BenchError, subprocess.TimeoutExpired, OSError) as exc:
-            out[ROUND_TRIP] = {'reason': str(exc)}
         try:
             progress.begin('LPUSH -P 64 (redis-benchmark)', 0)
             n_lpush = 100_000 if cfg.quick else 1_000_000
@@ -305,6 +319,22 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
         except (BenchError, subprocess.TimeoutExpired, OSError, *REDIS_ERRORS) as exc:
             out[LPUSH_P64] = {'reason': str(exc)}
     return out
+
+
+def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress: Progress) -> float | None:
+    """msgs/s of the ceiling ``key`` (an operation's stream, or the round trip) measured again now, else None.
+
+    A consumer stream needs its producer stream first, so both are run; the one asked for is returned.
+    """
+    if key == ROUND_TRIP:
+        entry = _measure_round_trip(cfg, progress)
+    else:
+        c = next((x for x in CEILINGS if key in (x.produce, x.consume)), None)
+        if c is None:
+            return None
+        entry = _measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-{tag}', progress).get(key, {})
+    rate = entry.get('msgs_per_s')
+    return float(rate) if rate else None
 
 
 def ceiling_count(families: Iterable[str]) -> int:

@@ -48,6 +48,7 @@ class Config:
     repeat: int = 1
     time_limit: float = 60.0
     noise_retries: int = 0  # re-measure a cell while other processes used more than NOISY_CORES
+    target_pairs: int = 0  # each target's native and comparator measured again back to back, this many times
     quick: bool = False
     ceiling: bool = True
     latency: bool = True

@@ -21,6 +21,7 @@ from ferroq.bench import _impls
 from ferroq.bench._ceiling import ceiling_count, measure_ceilings
 from ferroq.bench._common import BATCHES, NOISY_CORES, REDIS_ERRORS, Admin, BenchError, Config, Progress, Row
 from ferroq.bench._extra import measure_latency, measure_rss, measure_scale
+from ferroq.bench._paired import measure_pairs, pair_steps
 from ferroq.bench._registry import IMPLS, OPERATIONS, Context, Impl
 from ferroq.bench._render import add_ratios, evaluate_targets, plot, render_console, update_readme
 
@@ -84,6 +85,22 @@ def _measure_once(
         row = Row(op, batch, impl.name, 0, 0.0, 0.0, note=f'failed: {type(exc).__name__}: {exc}'[:300])
     row.pure_python = impl.pure_python
     return row
+
+
+def _pairs(cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """The targets' ratios from native and comparator timed back to back (see :mod:`ferroq.bench._paired`)."""
+    data: dict[str, Any] = {'rows': [asdict(r) for r in rows], 'ceilings': ceilings}
+    add_ratios(data, {name: op.ceiling for name, op in OPERATIONS.items()})
+    progress.total += pair_steps(cfg, data)
+
+    def measure_cell(op: str, batch: int, impl: str, tag: str) -> float | None:
+        runner = IMPLS[impl]
+        progress.begin(f'pair: {op} ({batch}) {impl}', 0)
+        row = _measure_once(cfg, admin, op, batch, runner, tag, cfg.messages_for(batch, runner.caps.get(op)), progress)
+        progress.end(row.note if row.failed else f'{row.msgs_per_s:,.0f} msgs/s')
+        return None if row.failed or not row.messages else row.msgs_per_s
+
+    return measure_pairs(cfg, admin, data, measure_cell, progress)
 
 
 def _machine(admin: Admin) -> dict[str, Any]:
@@ -153,6 +170,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         )
         rows = [_measure_cell(cfg, admin, op, b, impl, i, progress) for i, (op, b, impl) in enumerate(cells)]
         ceilings = measure_ceilings(cfg, admin, families, progress) if cfg.ceiling else {}
+        paired = _pairs(cfg, admin, rows, ceilings, progress) if cfg.target_pairs else {}
         scale_impl = 'native' if native_ok else 'pure'
         latency = measure_latency(cfg, admin, latency_impls, progress) if cfg.latency else []
         scale = measure_scale(cfg, admin, scale_impl, progress) if cfg.scale else None
@@ -172,6 +190,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         'unavailable': unavailable,
         'rows': [asdict(r) for r in rows],
         'ceilings': ceilings,
+        'paired': paired,
         'latency': latency,
         'scale': scale,
         'rss': rss,
@@ -262,6 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help='measure a cell again, up to N times, while other processes used over 20%% of a core (2; --quick 0)',
     )
+    p.add_argument(
+        '--target-pairs',
+        type=int,
+        default=None,
+        help="after the matrix, time each target's native row and its comparator back to back, alternating, "
+        "N times; the target's ratio is the median pair (3; --quick 1; 0 skips)",
+    )
     p.add_argument('--no-ceiling', action='store_true', help='skip redis-cli --pipe and redis-benchmark')
     p.add_argument('--no-latency', action='store_true', help='skip the p50/p99 latency measurement')
     p.add_argument('--no-scale', action='store_true', help='skip claim+commit at 1k vs 100k queued')
@@ -293,6 +319,7 @@ def config_from_args(args: argparse.Namespace, url: str) -> Config:
         repeat=args.repeat,
         time_limit=args.time_limit,
         noise_retries=(0 if args.quick else 2) if args.noise_retries is None else max(args.noise_retries, 0),
+        target_pairs=(1 if args.quick else 3) if args.target_pairs is None else max(args.target_pairs, 0),
         quick=args.quick,
         ceiling=not args.no_ceiling,
         latency=not args.no_latency,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,10 @@ __all__ = [
     'README_START',
     'REFERENCE',
     'TARGETS',
+    'Target',
     'add_ratios',
+    'best_native',
+    'best_pure',
     'evaluate_targets',
     'plot',
     'render_console',
@@ -106,12 +110,18 @@ def add_ratios(data: dict[str, Any], op_ceiling: dict[str, str | None]) -> None:
             r['ratio_best_pure'] = r['msgs_per_s'] / b['msgs_per_s']
 
 
-def _best_native(rows: list[dict[str, Any]], op: str, batch: int | None) -> dict[str, Any] | None:
+def best_native(rows: list[dict[str, Any]], op: str, batch: int | None) -> dict[str, Any] | None:
     cands = [
         r
         for r in rows
         if not r.get('pure_python') and r['operation'] == op and (batch is None or r['batch'] == batch) and _ok(r)
     ]
+    return max(cands, key=lambda r: r['msgs_per_s']) if cands else None
+
+
+def best_pure(rows: list[dict[str, Any]], op: str, batch: int) -> dict[str, Any] | None:
+    """The fastest pure-Python row of ``op`` at ``batch``, or None."""
+    cands = [r for r in rows if r.get('pure_python') and r['operation'] == op and r['batch'] == batch and _ok(r)]
     return max(cands, key=lambda r: r['msgs_per_s']) if cands else None
 
 
@@ -122,11 +132,9 @@ def _denominator(t: Target, data: dict[str, Any], row: dict[str, Any]) -> tuple[
         value: float | None = (ceilings.get(key) or {}).get('msgs_per_s') if key else None
         return value, f'ceiling ({key or "not measured"})'
     if t.against == 'best-pure':
-        cands = [r for r in rows if r.get('pure_python') and r['operation'] == t.op and r['batch'] == row['batch']]
-        cands = [r for r in cands if _ok(r)]
-        if not cands:
+        b = best_pure(rows, t.op, row['batch'])
+        if b is None:
             return None, 'best pure-Python (none measured)'
-        b = max(cands, key=lambda r: r['msgs_per_s'])
         return b['msgs_per_s'], f'best pure-Python ({b["impl"]})'
     if t.against.startswith('ref:'):
         ref = REFERENCE[t.against[4:]]
@@ -152,7 +160,7 @@ def evaluate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for t in TARGETS:
         entry: dict[str, Any] = {'target': t.label, 'goal': t.goal, 'ratio': None, 'met': None}
-        row = _best_native(data['rows'], t.op, t.batch)
+        row = best_native(data['rows'], t.op, t.batch)
         if row is None:
             entry['against'] = _pretty(t.against)
             entry['reason'] = f'no native {t.op} in this run'
@@ -161,11 +169,30 @@ def evaluate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
             entry.update({'impl': row['impl'], 'msgs_per_s': row['msgs_per_s'], 'against': label, 'of': value})
             if value:
                 entry['ratio'] = row['msgs_per_s'] / value
+            pair = (data.get('paired') or {}).get(t.label)
+            if pair and pair.get('ratio'):
+                # the paired figures replace the matrix's: both sides were timed back to back (see _paired)
+                entry.update(
+                    {
+                        'impl': pair['native_impl'],
+                        'msgs_per_s': _median(pair['native']),
+                        'of': _median(pair['against']),
+                        'matrix_ratio': entry['ratio'],
+                        'ratio': pair['ratio'],
+                        'pair_ratios': pair['ratios'],
+                    }
+                )
+            if entry['ratio']:
                 entry['met'] = entry['ratio'] >= t.goal
             else:
                 entry['reason'] = 'not measured in this run'
         out.append(entry)
     return out
+
+
+def _median(values: list[float | None]) -> float | None:
+    ok = [v for v in values if v]
+    return statistics.median(ok) if ok else None
 
 
 # --- formatting ---------------------------------------------------------------------------------------------
@@ -257,7 +284,7 @@ def _latency_rows(data: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-TARGET_HEADERS = ('target', 'native', 'against', 'ratio', 'goal', 'met')
+TARGET_HEADERS = ('target', 'native', 'against', 'ratio', 'per pair', 'goal', 'met')
 
 
 def _target_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -266,7 +293,8 @@ def _target_rows(data: dict[str, Any]) -> list[list[str]]:
         met = 'n/a: ' + t.get('reason', '') if t['met'] is None else ('yes' if t['met'] else 'NO')
         native = f'{t["impl"]} {_num(t["msgs_per_s"])}' if t.get('impl') else ''
         against = t.get('against', '') + (f' {_num(t["of"])}' if t.get('of') else '')
-        lines.append([t['target'], native, against, _ratio(t['ratio']), f'≥ {t["goal"]:g}×', met])
+        pairs = ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
+        lines.append([t['target'], native, against, _ratio(t['ratio']), pairs, f'≥ {t["goal"]:g}×', met])
     return lines
 
 
