@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import ferroq
@@ -69,6 +70,27 @@ def test_commit_takes_ids_from_the_nextlog_as_lrem_from_the_tail(client, r):
         assert t.commit(order) == order  # bare ids: unfenced
         assert r.lrange('rfq:jobs:nextlog', 0, -1) == expected
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [ids[0], ids[4], ids[4]]
+
+
+def test_commit_out_of_claim_order_leaves_what_lrem_from_the_tail_would(client, r):
+    # Four consumers' batches in the nextlog, committed out of claim order and shuffled: 8 ids or more
+    # out of order take the one-walk path of the commit script, fewer one LREM each.
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(43)])
+    batches = [t.claim(count=n) for n in (10, 10, 10, 10, 3)]
+    # ids twice in the nextlog (a plain rfq client can do that): one at the tail, one at the head
+    r.rpush('rfq:jobs:nextlog', batches[1][3].id)
+    r.lpush('rfq:jobs:nextlog', batches[1][5].id)
+    rng = random.Random(7)
+    for i in (1, 3, 4, 0, 2):
+        order = list(batches[i])
+        rng.shuffle(order)
+        expected = _lrem_from_tail(r.lrange('rfq:jobs:nextlog', 0, -1), [m.id for m in order])
+        assert t.commit(order) == [m.id for m in order]
+        assert r.lrange('rfq:jobs:nextlog', 0, -1) == expected
+    # the second copies stay, as LREM -1 per id would leave them; every side entry is gone
+    assert sorted(r.lrange('rfq:jobs:nextlog', 0, -1)) == sorted([batches[1][3].id, batches[1][5].id])
+    assert r.hlen('rfq:jobs:deliveries') == 0 and r.zcard('rfq:jobs:leases') == 0
 
 
 def test_commit_empty_is_a_no_op(client):

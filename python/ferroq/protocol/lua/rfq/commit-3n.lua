@@ -20,9 +20,47 @@ lease and its record in the deliveries HASH. An id listed twice is committed onc
 Speed: messages go in rounds of up to 1000. One HMGET reads the round's records, which decide the
 fencing without a call per message (see the prelude's holds). When the committed ids are the nextlog's
 oldest claims in claim order (the usual case: a batch committed as it was claimed), one LRANGE and one
-LTRIM unlist them all; any others cost one LREM each. One DEL, ZREM and HDEL clear the rest.
+LTRIM unlist them all. Up to 7 others cost one LREM each; more are found in one walk from the tail and
+removed with one LREM (see unlist_walk). One DEL, ZREM and HDEL clear the rest.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
+-- Marks entries to remove in one LREM. It has spaces, so it is never an id (ids have no whitespace).
+local TOMBSTONE = ' ferroq: committed '
+-- From this many ids out of order on, one walk from the tail replaces one LREM walk per id.
+local WALK_FROM = 8
+
+-- Removes ids[1..m] (distinct) from the nextlog with the end state of LREM nextlog -1 <id> for each, and
+-- marks each one removed. One walk from the tail, in slices of 1000 and only as far as the deepest of them,
+-- finds each id's last occurrence; those entries become the tombstone (LSET) and one LREM takes them all.
+-- One LREM per id would walk from the tail again for each: with batches committed out of claim order
+-- (several consumers), that is the ids times the nextlog's length.
+local function unlist_walk(ids, m, removed)
+  local wanted, at, found = {}, {}, 0
+  for i = 1, m do
+    wanted[ids[i]] = true
+  end
+  local from = redis.call('LLEN', nextlog) -- entries from this index to the tail have been looked at
+  while found < m and from > 0 do
+    local first = math.max(0, from - 1000)
+    local slice = redis.call('LRANGE', nextlog, first, from - 1)
+    for j = #slice, 1, -1 do
+      local id = slice[j]
+      if wanted[id] then
+        wanted[id] = nil
+        found = found + 1
+        at[found] = first + j - 1
+        removed[id] = true
+      end
+    end
+    from = first
+  end
+  for i = 1, found do
+    redis.call('LSET', nextlog, at[i], TOMBSTONE)
+  end
+  if found > 0 then
+    redis.call('LREM', nextlog, -found, TOMBSTONE)
+  end
+end
 
 -- Removes each of ids[1..n] (distinct) from the nextlog, with the end state of LREM nextlog -1 <id> for
 -- each. Returns true when all were removed, else the set of those removed.
@@ -56,10 +94,20 @@ local function unlist(ids, n)
     redis.call('LTRIM', nextlog, 0, -k - 1)
   end
   if removed ~= true then
+    local left, m = {}, 0
     for i = 1, n do
-      local id = ids[i]
-      if not removed[id] and redis.call('LREM', nextlog, '-1', id) > 0 then
-        removed[id] = true
+      if not removed[ids[i]] then
+        m = m + 1
+        left[m] = ids[i]
+      end
+    end
+    if m >= WALK_FROM then
+      unlist_walk(left, m, removed)
+    else
+      for i = 1, m do
+        if redis.call('LREM', nextlog, '-1', left[i]) > 0 then
+          removed[left[i]] = true
+        end
       end
     end
   end
