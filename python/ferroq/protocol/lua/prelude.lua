@@ -98,3 +98,24 @@ local function promote(backlog, delayed, now, limit)
   call_in_slices('RPUSH', backlog, reversed, 1, #reversed)
   return #due
 end
+
+-- Streams: moves entry id of stream src, pending in group, to stream dead with where it came from, how
+-- often it was delivered and the error, then acknowledges it in group. Returns false (only acknowledging)
+-- when the entry was deleted from src meanwhile. Entries are flat field/value lists, so the record's
+-- fields follow the message's own.
+local function stream_dead_letter(src, dead, source, group, id, deliveries, err)
+  local entry = redis.call('XRANGE', src, id, id)
+  redis.call('XACK', src, group, id)
+  if #entry == 0 then
+    return false
+  end
+  local fields = entry[1][2]
+  local n = #fields
+  fields[n + 1], fields[n + 2] = 'ferroq:source', source
+  fields[n + 3], fields[n + 4] = 'ferroq:id', id
+  fields[n + 5], fields[n + 6] = 'ferroq:group', group
+  fields[n + 7], fields[n + 8] = 'ferroq:deliveries', tostring(deliveries)
+  fields[n + 9], fields[n + 10] = 'ferroq:error', err
+  redis.call('XADD', dead, '*', unpack(fields))
+  return true
+end
