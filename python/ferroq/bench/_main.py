@@ -24,6 +24,7 @@ from ferroq.bench._extra import measure_latency, measure_rss, measure_scale
 from ferroq.bench._paired import measure_pairs, pair_steps
 from ferroq.bench._registry import IMPLS, OPERATIONS, Context, Impl
 from ferroq.bench._render import add_ratios, evaluate_targets, plot, render_console, update_readme
+from ferroq.bench._wire import stream_key
 
 __all__ = ['JSON_SCHEMA', 'build_parser', 'config_from_args', 'main', 'plan', 'run']
 
@@ -135,7 +136,7 @@ def _machine(admin: Admin) -> dict[str, Any]:
 def _sweep_run(admin: Admin, run_id: str) -> int:
     """Delete whatever this run left (there should be nothing); returns how many keys that was."""
     left = 0
-    for pattern in (f'rfq:fqb-{run_id}-*', f'rsmq:fqb-{run_id}-*', f'fqb:stream:fqb-{run_id}-*'):
+    for pattern in (f'rfq:fqb-{run_id}-*', f'rsmq:fqb-{run_id}-*', stream_key(f'fqb-{run_id}-*')):
         left += admin.sweep(pattern)
     queues = [q for q in admin.r.smembers('rsmq:QUEUES') if str(q).startswith(f'fqb-{run_id}-')]
     if queues:

@@ -13,6 +13,8 @@ import string
 import time
 from importlib import resources
 
+from ferroq.protocol import keys
+
 __all__ = [
     'RSMQ_RECEIVE',
     'rfq_ids',
@@ -64,4 +66,5 @@ def rsmq_ids(n: int, start_us: int | None = None) -> list[str]:
 
 
 def stream_key(name: str) -> str:
-    return f'fqb:stream:{name}'
+    """The STREAM of a ferroq Streams topic: the raw rows and the ceiling write where ferroq's clients do."""
+    return keys.stream_key(name)
