@@ -39,6 +39,11 @@ const SOURCES: &[(&str, &str)] = &[
     lua!("rsmq", "send-2"),
     lua!("rsmq", "set_attributes-2"),
     lua!("rsmq", "visibility-2"),
+    // Streams topics: the scripts come first (docs/protocol.md); the clients' calls follow
+    lua!("streams", "ack-1"),
+    lua!("streams", "autoclaim-2"),
+    lua!("streams", "dead_letter-2"),
+    lua!("streams", "publish-2"),
 ];
 
 /// One embedded script.
