@@ -109,7 +109,9 @@ class Procs:
         path = self.history / f'{proc}.jsonl'
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        # A running process may be halfway through its last line: read complete lines only.
+        complete = path.read_text().rpartition('\n')[0]
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
     def log(self, proc: str) -> str:
         path = self._logs / f'{proc}.log'
