@@ -1,6 +1,5 @@
 """Values returned by both clients: :class:`Message`, :class:`InspectEntry`, :class:`TopicStats` (rfq),
-:class:`RsmqMessage` and :class:`RsmqAttributes` (RSMQ), :class:`StreamEntry`, :class:`PendingEntry`,
-:class:`Autoclaimed`, :class:`StreamGroupInfo` and :class:`StreamInfo` (Streams)."""
+:class:`RsmqMessage` and :class:`RsmqAttributes` (RSMQ)."""
 
 from __future__ import annotations
 
@@ -9,21 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = [
-    'Autoclaimed',
-    'InspectEntry',
-    'Message',
-    'PendingEntry',
-    'RsmqAttributes',
-    'RsmqMessage',
-    'StreamEntry',
-    'StreamGroupInfo',
-    'StreamInfo',
-    'TopicStats',
-    'published_at',
-    'rsmq_sent',
-    'stream_time',
-]
+__all__ = ['InspectEntry', 'Message', 'RsmqAttributes', 'RsmqMessage', 'TopicStats', 'published_at', 'rsmq_sent']
 
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=timezone.utc)
 
@@ -213,102 +198,3 @@ class RsmqAttributes:
     hiddenmsgs: int
     max_receives: int | None = None
     dead_letter: str | None = None
-
-
-def stream_time(entry_id: str) -> datetime | None:
-    """When a stream entry was added, from the milliseconds in its id ``<ms>-<seq>`` (UTC); None if not an id."""
-    ms, _, _ = entry_id.partition('-')
-    if not ms.isdigit():
-        return None
-    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc)
-
-
-@dataclass(frozen=True)
-class StreamEntry:
-    """One entry of a stream, read by a consumer group or replayed.
-
-    Attributes:
-        id: the stream id ``<ms>-<seq>``, made by Redis.
-        stream: the stream's name.
-        fields: the entry, a flat map of str to str (a field given twice keeps its last value).
-        deliveries: how many times the group delivered it, this delivery included (1 on a first read);
-            0 for entries read by :meth:`Stream.replay`, outside any group.
-    """
-
-    id: str
-    stream: str
-    fields: dict[str, str]
-    deliveries: int
-
-    @property
-    def time(self) -> datetime | None:
-        """When the entry was added (UTC), from its id."""
-        return stream_time(self.id)
-
-
-@dataclass(frozen=True)
-class PendingEntry:
-    """One entry delivered to a group's consumer and not yet acknowledged (:meth:`StreamGroup.pending`).
-
-    Attributes:
-        id: the stream id.
-        consumer: the consumer holding it.
-        idle: seconds since it was last delivered.
-        deliveries: how many times it was delivered.
-    """
-
-    id: str
-    consumer: str
-    idle: float
-    deliveries: int
-
-
-@dataclass(frozen=True)
-class Autoclaimed:
-    """What :meth:`StreamGroup.autoclaim` did.
-
-    Attributes:
-        entries: the entries taken over, now pending with the claiming consumer.
-        dead_lettered: ids moved to the dead-letter stream after ``max_deliveries`` deliveries.
-    """
-
-    entries: list[StreamEntry]
-    dead_lettered: list[str]
-
-
-@dataclass(frozen=True)
-class StreamGroupInfo:
-    """One consumer group of a stream (``XINFO GROUPS``).
-
-    Attributes:
-        name: the group.
-        consumers: how many consumers it has seen.
-        pending: entries delivered and not acknowledged.
-        last_delivered_id: the group's offset: reads deliver entries after it.
-        lag: entries not yet delivered to the group, or None when Redis cannot tell (after deletions).
-    """
-
-    name: str
-    consumers: int
-    pending: int
-    last_delivered_id: str
-    lag: int | None
-
-
-@dataclass(frozen=True)
-class StreamInfo:
-    """A snapshot of one stream (:meth:`Stream.info`).
-
-    Attributes:
-        stream: the stream's name.
-        length: entries in the stream.
-        first_id: the oldest entry's id, or None when empty.
-        last_id: the id of the last entry ever added (``0-0`` if none).
-        groups: its consumer groups.
-    """
-
-    stream: str
-    length: int
-    first_id: str | None
-    last_id: str
-    groups: list[StreamGroupInfo]

@@ -16,7 +16,7 @@ from ferroq import protocol
 from ferroq.protocol import keys
 
 S = keys.stream_key('ev')
-DEAD = keys.stream_key(keys.stream_dead('ev'))
+DEAD = keys.stream_key('ev.dead')  # a stream's default dead-letter stream (docs/protocol.md)
 TTL = str(keys.STREAM_PUBLISH_TOKEN_MS)
 
 

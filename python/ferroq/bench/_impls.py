@@ -36,9 +36,7 @@ RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ
 RSMQ_RECV_DELETE = register_operation(
     Operation('rsmq receive+delete', 'rsmq', 'rsmq receive+delete', 'RSMQ receiveMessage + deleteMessage (batched)')
 ).name
-STREAM_PUBLISH = register_operation(
-    Operation('stream publish', 'stream', 'stream publish', 'Stream publish / publish_batch (XADD per message)')
-).name
+STREAM_PUBLISH = register_operation(Operation('stream publish', 'stream', 'stream publish', 'XADD per message')).name
 STREAM_READ_ACK = register_operation(
     Operation('stream read+ack', 'stream', 'stream read+ack', 'XREADGROUP COUNT batch, then XACK of those ids')
 ).name
@@ -134,7 +132,6 @@ def cleanup(ctx: Context, family: str) -> None:
         ctx.admin.r.srem('rsmq:QUEUES', ctx.name)
     elif family == 'stream':
         ctx.admin.r.unlink(stream_key(ctx.name))
-        ctx.admin.sweep(stream_key(ctx.name) + ':*')  # the publish tokens' records
 
 
 # --- ferroq's clients ------------------------------------------------------------------------------------

@@ -91,15 +91,9 @@ def rsmq_keys(ns: str, qname: str) -> list[str]:
 # --- Streams topics: the keys of a stream ``s`` ---------------------------------------------------
 
 STREAM_PREFIX = 'ferroq:stream:'
-#: Names a stream may have: the same rule as topics (never ``:``, so side keys cannot collide with a stream).
-STREAM_NAME_PATTERN = TOPIC_NAME_PATTERN
-#: Most fields one stream entry may have.
-STREAM_MAX_FIELDS = 1000
 #: How long a publish token's record lives, in ms: it must outlast a client's retry after a dropped reply
 #: (connect timeout + command timeout), and each record costs ~200 bytes until it expires.
 STREAM_PUBLISH_TOKEN_MS = 120_000
-#: Consumer-group and consumer names: printable, no whitespace.
-STREAM_GROUP_PATTERN = r'[!-~]{1,128}'
 
 
 def stream_key(name: str) -> str:
@@ -110,8 +104,3 @@ def stream_key(name: str) -> str:
 def stream_published(name: str, token: str) -> str:
     """STRING: the ids one publish call (identified by its token) appended; expires after a while."""
     return f'{STREAM_PREFIX}{name}:published:{token}'
-
-
-def stream_dead(name: str) -> str:
-    """The default dead-letter stream's name (not key) of stream ``name``, like topics' ``<topic>.dead``."""
-    return f'{name}.dead'
