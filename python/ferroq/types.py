@@ -1,5 +1,6 @@
 """Values returned by both clients: :class:`Message`, :class:`InspectEntry`, :class:`TopicStats` (rfq),
-:class:`RsmqMessage` and :class:`RsmqAttributes` (RSMQ)."""
+:class:`RsmqMessage` and :class:`RsmqAttributes` (RSMQ), :class:`StreamEntry`, :class:`PendingEntry`,
+:class:`GroupInfo` and :class:`StreamInfo` (Streams topics)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,20 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ['InspectEntry', 'Message', 'RsmqAttributes', 'RsmqMessage', 'TopicStats', 'published_at', 'rsmq_sent']
+__all__ = [
+    'GroupInfo',
+    'InspectEntry',
+    'Message',
+    'PendingEntry',
+    'RsmqAttributes',
+    'RsmqMessage',
+    'StreamEntry',
+    'StreamInfo',
+    'TopicStats',
+    'published_at',
+    'rsmq_sent',
+    'stream_id_time',
+]
 
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=timezone.utc)
 
@@ -198,3 +212,111 @@ class RsmqAttributes:
     hiddenmsgs: int
     max_receives: int | None = None
     dead_letter: str | None = None
+
+
+def stream_id_time(entry_id: str) -> datetime | None:
+    """The time part of a Redis stream id (``<ms>-<seq>``), as an aware UTC datetime; None if not an id."""
+    ms, _, _ = entry_id.partition('-')
+    if not ms.isdigit():
+        return None
+    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc)
+
+
+class StreamEntry:
+    """An entry read from a Streams topic.
+
+    Attributes:
+        id: the stream id Redis gave it (``<ms>-<seq>``).
+        stream: the stream it was read from.
+        fields: the message, a flat map of str to str.
+        deliveries: how many times the consumer group has delivered it, this delivery included (1 on the first
+            read); 0 for entries read outside a group (:meth:`Stream.range`).
+    """
+
+    __slots__ = ('deliveries', 'fields', 'id', 'stream')
+
+    def __init__(self, id: str, stream: str, fields: dict[str, str], deliveries: int) -> None:
+        self.id = id
+        self.stream = stream
+        self.fields = fields
+        self.deliveries = deliveries
+
+    @property
+    def published(self) -> datetime | None:
+        """When the entry was appended, from the time inside its id (UTC, ms)."""
+        return stream_id_time(self.id)
+
+    def __repr__(self) -> str:
+        return (
+            f'StreamEntry(id={self.id!r}, stream={self.stream!r}, fields={self.fields!r}, '
+            f'deliveries={self.deliveries})'
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamEntry):
+            return NotImplemented
+        return (self.id, self.stream, self.fields, self.deliveries) == (
+            other.id,
+            other.stream,
+            other.fields,
+            other.deliveries,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """An entry delivered to a consumer of a group and not acknowledged yet (:meth:`ConsumerGroup.pending`).
+
+    Attributes:
+        id: the stream id.
+        consumer: the consumer that holds it.
+        idle: seconds since it was last delivered.
+        deliveries: how many times it has been delivered.
+    """
+
+    id: str
+    consumer: str
+    idle: float
+    deliveries: int
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """One consumer group of a stream (:meth:`Stream.groups`, :meth:`ConsumerGroup.info`).
+
+    Attributes:
+        name: the group name.
+        consumers: consumers the group has seen.
+        pending: entries delivered and not acknowledged.
+        last_delivered_id: the group's offset: the id of the last entry delivered to it.
+        entries_read: entries the group has read (Redis 7.0+; None on older servers or when unknown).
+        lag: entries not delivered to the group yet (Redis 7.0+; None when Redis cannot tell).
+    """
+
+    name: str
+    consumers: int
+    pending: int
+    last_delivered_id: str
+    entries_read: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """A snapshot of one stream (:meth:`Stream.info`).
+
+    Attributes:
+        name: the stream name.
+        length: entries in the stream.
+        first_id: the oldest entry's id, or None when empty.
+        last_id: the newest entry's id, or None when empty.
+        groups: the number of consumer groups.
+    """
+
+    name: str
+    length: int
+    first_id: str | None
+    last_id: str | None
+    groups: int
