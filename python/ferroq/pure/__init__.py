@@ -10,7 +10,18 @@ same keys and arguments (so Redis ends in the same state), and raises the same :
 
 from __future__ import annotations
 
-from ferroq.pure.async_client import AsyncClient, AsyncRsmqQueue, AsyncTopic
-from ferroq.pure.client import Client, RsmqQueue, Topic
+from ferroq.pure.async_client import AsyncClient, AsyncConsumerGroup, AsyncRsmqQueue, AsyncStream, AsyncTopic
+from ferroq.pure.client import Client, ConsumerGroup, RsmqQueue, Stream, Topic
 
-__all__ = ['AsyncClient', 'AsyncRsmqQueue', 'AsyncTopic', 'Client', 'RsmqQueue', 'Topic']
+__all__ = [
+    'AsyncClient',
+    'AsyncConsumerGroup',
+    'AsyncRsmqQueue',
+    'AsyncStream',
+    'AsyncTopic',
+    'Client',
+    'ConsumerGroup',
+    'RsmqQueue',
+    'Stream',
+    'Topic',
+]

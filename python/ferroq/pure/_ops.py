@@ -46,7 +46,7 @@ from ferroq.exceptions import (
     ServerError,
 )
 from ferroq.protocol import keys
-from ferroq.types import InspectEntry, Message, TopicStats, published_at
+from ferroq.types import InspectEntry, Message, StreamEntry, TopicStats, published_at
 
 T = TypeVar('T')
 
@@ -115,6 +115,9 @@ class Listen(NamedTuple):
 
 
 Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen]
+#: Commands whose replies the plans decode in Redis's own (RESP2) shape: the clients turn redis-py's parsing of
+#: them off (it differs between redis-py versions, and a :class:`Block` reply is never parsed anyway).
+RAW_REPLIES = ('XPENDING', 'XRANGE', 'XREADGROUP')
 #: An operation: yields requests, receives replies, returns the operation's result.
 Plan = Generator[Request, Any, T]
 
@@ -218,10 +221,10 @@ def _password(url: str) -> str | None:
 # --- validation ----------------------------------------------------------------------------------
 
 
-def check_topic(name: object) -> str:
-    """A topic name, or InvalidName."""
+def check_topic(name: object, what: str = 'topic') -> str:
+    """A topic name, or InvalidName; stream names follow the same rule (``what='stream'``)."""
     if not isinstance(name, str) or not _TOPIC_RE.fullmatch(name):
-        raise InvalidName(f'invalid topic name {name!r}: use 1-128 characters from A-Z a-z 0-9 _ . -')
+        raise InvalidName(f'invalid {what} name {name!r}: use 1-128 characters from A-Z a-z 0-9 _ . -')
     return name
 
 
@@ -274,12 +277,17 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
-def check_fields(fields: object, max_bytes: int) -> list[str]:
-    """Validate one message; returns its publish arguments ``[nfields, f1, v1, ...]`` (mapping order)."""
+def check_fields(fields: object, max_bytes: int, max_fields: int | None = None) -> list[str]:
+    """Validate one message; returns its publish arguments ``[nfields, f1, v1, ...]`` (mapping order).
+
+    ``max_fields``: the most fields a message may have (stream entries), checked before the fields themselves.
+    """
     if not isinstance(fields, Mapping):
         raise InvalidMessage(f'a message must be a mapping of str to str, got {type(fields).__name__}')
     if not fields:
         raise InvalidMessage('a message must have at least one field')
+    if max_fields is not None and len(fields) > max_fields:
+        raise InvalidMessage(f'a message may have at most {max_fields} fields, got {len(fields)}')
     flat = [str(len(fields))]
     size = 0
     try:
@@ -300,7 +308,7 @@ def check_fields(fields: object, max_bytes: int) -> list[str]:
 
 
 def _iterator(items: object, what: str) -> Iterator[Any]:
-    if isinstance(items, (str, bytes, bytearray, Mapping, Message)):
+    if isinstance(items, (str, bytes, bytearray, Mapping, Message, StreamEntry)):
         raise InvalidArgument(f'{what} must be an iterable of items, not a single {type(items).__name__}')
     if not isinstance(items, Iterable):
         raise InvalidArgument(f'{what} must be an iterable, got {type(items).__name__}')
@@ -311,22 +319,24 @@ def _iterable(items: object, what: str) -> list[Any]:
     return list(_iterator(items, what))
 
 
-def _checked(items: list[Any], max_bytes: int, start: int = 0) -> tuple[list[list[str]], list[tuple[int, FerroqError]]]:
+def _checked(
+    items: list[Any], max_bytes: int, start: int = 0, max_fields: int | None = None
+) -> tuple[list[list[str]], list[tuple[int, FerroqError]]]:
     """The publish arguments of each message, and each bad one as (``start`` + its index, error)."""
     out: list[list[str]] = []
     errors: list[tuple[int, FerroqError]] = []
     for index, fields in enumerate(items, start):
         try:
-            out.append(check_fields(fields, max_bytes))
+            out.append(check_fields(fields, max_bytes, max_fields))
         except InvalidMessage as exc:
             errors.append((index, exc))
     return out, errors
 
 
-def check_batch(messages: object, max_bytes: int) -> list[list[str]]:
+def check_batch(messages: object, max_bytes: int, max_fields: int | None = None) -> list[list[str]]:
     """Validate every message of a batch; BatchError (listing each bad one) if any is invalid."""
     items = _iterable(messages, 'messages')
-    out, errors = _checked(items, max_bytes)
+    out, errors = _checked(items, max_bytes, 0, max_fields)
     if errors:
         raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
     return out
@@ -403,12 +413,19 @@ def check_delay(delay: object) -> int:
     return max(1, round(seconds * 1000)) if seconds else 0
 
 
-def check_dead_topic(topic: str, to: object) -> str:
-    """The dead-letter topic of ``topic``: ``to``, or ``<topic>.dead``; never the topic itself."""
-    name = check_topic(f'{topic}.dead' if to is None else to)
+def check_dead_topic(topic: str, to: object, what: str = 'topic') -> str:
+    """The dead-letter topic (or stream) of ``topic``: ``to``, or ``<topic>.dead``; never the topic itself."""
+    name = check_topic(f'{topic}.dead' if to is None else to, what)
     if name == topic:
-        raise InvalidArgument(f'a dead-letter topic must differ from the topic itself, got {name!r}')
+        raise InvalidArgument(f'a dead-letter {what} must differ from the {what} itself, got {name!r}')
     return name
+
+
+def check_error(error: object) -> str:
+    """The error text recorded with dead-lettered messages."""
+    if not isinstance(error, str):
+        raise InvalidArgument(f'error must be a str, got {type(error).__name__}')
+    return error
 
 
 def check_topics(topics: object) -> list[str]:
@@ -831,9 +848,7 @@ def dead_letter(
     """Topic.dead_letter: move held messages to the backlog of ``to`` (default ``<topic>.dead``)."""
     dead = topic_keys(check_dead_topic(topic.name, to))
     refs = check_refs(messages, topic.name)
-    if not isinstance(error, str):
-        raise InvalidArgument(f'error must be a str, got {type(error).__name__}')
-    return (yield from _fenced(ctx, 'dead_letter', refs, 0, dead=dead, error=error))
+    return (yield from _fenced(ctx, 'dead_letter', refs, 0, dead=dead, error=check_error(error)))
 
 
 def _fenced(

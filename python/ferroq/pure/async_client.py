@@ -10,6 +10,7 @@ import asyncio
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast, final
 
@@ -19,10 +20,20 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from ferroq.exceptions import ConnectionFailed, FerroqError
-from ferroq.pure import _ops, _rsmq
-from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.pure import _ops, _rsmq, _streams
+from ferroq.types import (
+    GroupInfo,
+    InspectEntry,
+    Message,
+    PendingEntry,
+    RsmqAttributes,
+    RsmqMessage,
+    StreamEntry,
+    StreamInfo,
+    TopicStats,
+)
 
-__all__ = ['AsyncClient', 'AsyncRsmqQueue', 'AsyncTopic']
+__all__ = ['AsyncClient', 'AsyncConsumerGroup', 'AsyncRsmqQueue', 'AsyncStream', 'AsyncTopic']
 
 T = TypeVar('T')
 
@@ -67,6 +78,8 @@ class AsyncClient:
         except ValueError as exc:
             raise _ops.invalid_url(ctx, exc) from None
         self._redis: Any = aredis.Redis(connection_pool=self._pool)  # redis-py's command methods are untyped
+        for command in _ops.RAW_REPLIES:
+            self._redis.response_callbacks.pop(command, None)
         self._pid = os.getpid()
 
     @property
@@ -179,6 +192,10 @@ class AsyncClient:
 
     async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
         return await self._run(_rsmq.queues(self._ctx, ns))
+
+    def stream(self, name: str) -> AsyncStream:
+        """A Streams topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
+        return AsyncStream(self, _streams.stream_ref(name))
 
     async def claim(
         self,
@@ -381,3 +398,144 @@ class AsyncRsmqQueue:
     async def change_visibility(self, id: str, vt: float) -> bool:
         """Hide a message for ``vt`` seconds from now; True if it exists."""
         return await self._client._run(_rsmq.change_visibility(self._ctx, self._ref, id, vt))
+
+
+@final
+class AsyncStream:
+    """A Streams topic on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.Stream`, awaitable."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: AsyncClient, ref: _streams.StreamRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    def __repr__(self) -> str:
+        return f'AsyncStream(name={self._ref.name!r})'
+
+    def group(
+        self,
+        name: str,
+        consumer: str | None = None,
+        *,
+        max_deliveries: int | None = None,
+        dead_letter: str | None = None,
+    ) -> AsyncConsumerGroup:
+        """A consumer group of this stream (no I/O; see :meth:`ferroq.pure.Stream.group`)."""
+        ref = _streams.group_ref(self._ref, name, consumer, max_deliveries, dead_letter)
+        return AsyncConsumerGroup(self._client, ref)
+
+    async def publish(
+        self,
+        fields: Mapping[str, str],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> str:
+        return await self._client._run(_streams.publish(self._ctx, self._ref, fields, maxlen, max_age, approximate))
+
+    async def publish_batch(
+        self,
+        messages: Iterable[Mapping[str, str]],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> list[str]:
+        return await self._client._run(
+            _streams.publish_batch(self._ctx, self._ref, messages, maxlen, max_age, approximate)
+        )
+
+    async def length(self) -> int:
+        return await self._client._run(_streams.length(self._ctx, self._ref))
+
+    async def range(
+        self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100
+    ) -> list[StreamEntry]:
+        return await self._client._run(_streams.range_(self._ctx, self._ref, start, end, count))
+
+    async def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
+        return await self._client._run(_streams.trim(self._ctx, self._ref, maxlen, max_age, approximate))
+
+    async def info(self) -> StreamInfo:
+        return await self._client._run(_streams.info(self._ctx, self._ref))
+
+    async def groups(self) -> list[GroupInfo]:
+        return await self._client._run(_streams.groups(self._ctx, self._ref))
+
+    async def delete(self) -> bool:
+        return await self._client._run(_streams.delete(self._ctx, self._ref))
+
+
+@final
+class AsyncConsumerGroup:
+    """A consumer group on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.ConsumerGroup`, awaitable."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: AsyncClient, ref: _streams.GroupRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    @property
+    def consumer(self) -> str:
+        return self._ref.consumer
+
+    @property
+    def stream(self) -> str:
+        return self._ref.stream.name
+
+    @property
+    def max_deliveries(self) -> int | None:
+        return self._ref.max_deliveries
+
+    @property
+    def dead_letter_stream(self) -> str:
+        """The dead-letter stream's name (``dead_letter`` is the method that moves entries there)."""
+        return self._ref.dead.name
+
+    def __repr__(self) -> str:
+        return (
+            f'AsyncConsumerGroup(stream={self._ref.stream.name!r}, name={self._ref.name!r}, '
+            f'consumer={self._ref.consumer!r})'
+        )
+
+    async def create(self, start: str | datetime = '$', *, exist_ok: bool = True) -> bool:
+        return await self._client._run(_streams.create(self._ctx, self._ref, start, exist_ok))
+
+    async def read(self, count: int = 1, block: float | None = None) -> list[StreamEntry]:
+        return await self._client._run(_streams.read(self._ctx, self._ref, count, block))
+
+    async def ack(self, entries: Iterable[StreamEntry | str]) -> list[str]:
+        return await self._client._run(_streams.ack(self._ctx, self._ref, entries))
+
+    async def pending(
+        self, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
+    ) -> list[PendingEntry]:
+        return await self._client._run(_streams.pending(self._ctx, self._ref, count, consumer, min_idle))
+
+    async def autoclaim(self, min_idle: float, count: int = 100, *, error: str = '') -> list[StreamEntry]:
+        return await self._client._run(_streams.autoclaim(self._ctx, self._ref, min_idle, count, error))
+
+    async def dead_letter(self, entries: Iterable[StreamEntry | str], error: str = '') -> list[str]:
+        return await self._client._run(_streams.dead_letter(self._ctx, self._ref, entries, error))
+
+    async def seek(self, position: str | datetime) -> None:
+        await self._client._run(_streams.seek(self._ctx, self._ref, position))
+
+    async def info(self) -> GroupInfo:
+        return await self._client._run(_streams.group_info(self._ctx, self._ref))
+
+    async def delete(self) -> bool:
+        return await self._client._run(_streams.delete_group(self._ctx, self._ref))

@@ -19,6 +19,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast, final
 
@@ -27,10 +28,20 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ferroq.exceptions import ConnectionFailed, FerroqError
-from ferroq.pure import _ops, _rsmq
-from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.pure import _ops, _rsmq, _streams
+from ferroq.types import (
+    GroupInfo,
+    InspectEntry,
+    Message,
+    PendingEntry,
+    RsmqAttributes,
+    RsmqMessage,
+    StreamEntry,
+    StreamInfo,
+    TopicStats,
+)
 
-__all__ = ['Client', 'RsmqQueue', 'Topic']
+__all__ = ['Client', 'ConsumerGroup', 'RsmqQueue', 'Stream', 'Topic']
 
 T = TypeVar('T')
 
@@ -79,6 +90,8 @@ class Client:
         except ValueError as exc:
             raise _ops.invalid_url(ctx, exc) from None
         self._redis: Any = redis.Redis(connection_pool=self._pool)  # redis-py's command methods are untyped
+        for command in _ops.RAW_REPLIES:
+            self._redis.response_callbacks.pop(command, None)
         self._pid = os.getpid()
 
     @property
@@ -186,6 +199,10 @@ class Client:
     def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
         """The RSMQ queues of a namespace, sorted."""
         return self._run(_rsmq.queues(self._ctx, ns))
+
+    def stream(self, name: str) -> Stream:
+        """A Streams topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
+        return Stream(self, _streams.stream_ref(name))
 
     def claim(
         self,
@@ -413,3 +430,171 @@ class RsmqQueue:
     def change_visibility(self, id: str, vt: float) -> bool:
         """Hide a message for ``vt`` seconds from now; True if it exists."""
         return self._client._run(_rsmq.change_visibility(self._ctx, self._ref, id, vt))
+
+
+@final
+class Stream:
+    """A Streams topic on a :class:`Client`: a Redis stream that consumer groups read, each at its own offset."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: Client, ref: _streams.StreamRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    def __repr__(self) -> str:
+        return f'Stream(name={self._ref.name!r})'
+
+    def group(
+        self,
+        name: str,
+        consumer: str | None = None,
+        *,
+        max_deliveries: int | None = None,
+        dead_letter: str | None = None,
+    ) -> ConsumerGroup:
+        """A consumer group of this stream (no I/O; see :meth:`ConsumerGroup.create`).
+
+        Args:
+            name: the group: 1-128 printable ASCII characters, no spaces.
+            consumer: this reader's name in the group; default ``<hostname>-<pid>``, one per process.
+            max_deliveries: autoclaim dead-letters an entry already delivered this many times (None: never).
+            dead_letter: the stream that receives dead-lettered entries, default ``<name>.dead``.
+        """
+        return ConsumerGroup(self._client, _streams.group_ref(self._ref, name, consumer, max_deliveries, dead_letter))
+
+    def publish(
+        self,
+        fields: Mapping[str, str],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> str:
+        """Append one entry; returns its id. ``maxlen`` or ``max_age`` (seconds) trims old entries after it."""
+        return self._client._run(_streams.publish(self._ctx, self._ref, fields, maxlen, max_age, approximate))
+
+    def publish_batch(
+        self,
+        messages: Iterable[Mapping[str, str]],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> list[str]:
+        """Append many entries (all validated first, written in atomic chunks); returns their ids in input order."""
+        return self._client._run(_streams.publish_batch(self._ctx, self._ref, messages, maxlen, max_age, approximate))
+
+    def length(self) -> int:
+        """The number of entries (0 for a missing stream)."""
+        return self._client._run(_streams.length(self._ctx, self._ref))
+
+    def range(self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100) -> list[StreamEntry]:
+        """Up to ``count`` entries from ``start`` to ``end`` (ids, ``'('`` + id for exclusive, or aware datetimes).
+
+        Reads outside any group: nothing is delivered, so ``deliveries`` is 0.
+        """
+        return self._client._run(_streams.range_(self._ctx, self._ref, start, end, count))
+
+    def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
+        """Remove old entries now, by count or age; returns how many were removed."""
+        return self._client._run(_streams.trim(self._ctx, self._ref, maxlen, max_age, approximate))
+
+    def info(self) -> StreamInfo:
+        """Length, first and last ids and the number of groups (all empty for a missing stream)."""
+        return self._client._run(_streams.info(self._ctx, self._ref))
+
+    def groups(self) -> list[GroupInfo]:
+        """The stream's consumer groups, in Redis's order ([] for a missing stream)."""
+        return self._client._run(_streams.groups(self._ctx, self._ref))
+
+    def delete(self) -> bool:
+        """Delete the stream with all its entries and groups; True if it existed."""
+        return self._client._run(_streams.delete(self._ctx, self._ref))
+
+
+@final
+class ConsumerGroup:
+    """A consumer group of a :class:`Stream`, read as one consumer: entries stay pending until acknowledged."""
+
+    __slots__ = ('_client', '_ctx', '_ref')
+
+    def __init__(self, client: Client, ref: _streams.GroupRef) -> None:
+        self._client = client
+        self._ctx = client._ctx
+        self._ref = ref
+
+    @property
+    def name(self) -> str:
+        return self._ref.name
+
+    @property
+    def consumer(self) -> str:
+        return self._ref.consumer
+
+    @property
+    def stream(self) -> str:
+        return self._ref.stream.name
+
+    @property
+    def max_deliveries(self) -> int | None:
+        return self._ref.max_deliveries
+
+    @property
+    def dead_letter_stream(self) -> str:
+        """The dead-letter stream's name (``dead_letter`` is the method that moves entries there)."""
+        return self._ref.dead.name
+
+    def __repr__(self) -> str:
+        return (
+            f'ConsumerGroup(stream={self._ref.stream.name!r}, name={self._ref.name!r}, consumer={self._ref.consumer!r})'
+        )
+
+    def create(self, start: str | datetime = '$', *, exist_ok: bool = True) -> bool:
+        """Create the group (and the stream if missing), reading from ``start``: '$' only new entries, '0' all.
+
+        Returns False if it existed (QueueExists instead when ``exist_ok`` is False).
+        """
+        return self._client._run(_streams.create(self._ctx, self._ref, start, exist_ok))
+
+    def read(self, count: int = 1, block: float | None = None) -> list[StreamEntry]:
+        """Up to ``count`` entries never delivered to the group; ``block``: wait up to that many seconds for one."""
+        return self._client._run(_streams.read(self._ctx, self._ref, count, block))
+
+    def ack(self, entries: Iterable[StreamEntry | str]) -> list[str]:
+        """Acknowledge processed entries; returns the ids that were pending and are acknowledged now."""
+        return self._client._run(_streams.ack(self._ctx, self._ref, entries))
+
+    def pending(
+        self, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
+    ) -> list[PendingEntry]:
+        """Delivered, unacknowledged entries, oldest first; of one consumer, or idle at least ``min_idle`` seconds."""
+        return self._client._run(_streams.pending(self._ctx, self._ref, count, consumer, min_idle))
+
+    def autoclaim(self, min_idle: float, count: int = 100, *, error: str = '') -> list[StreamEntry]:
+        """Take over entries pending for ``min_idle`` seconds (a crashed consumer's); returns them.
+
+        Entries already delivered ``max_deliveries`` times go to the dead-letter stream instead, with ``error``.
+        """
+        return self._client._run(_streams.autoclaim(self._ctx, self._ref, min_idle, count, error))
+
+    def dead_letter(self, entries: Iterable[StreamEntry | str], error: str = '') -> list[str]:
+        """Move pending entries to the dead-letter stream, recording ``error``; returns the ids moved."""
+        return self._client._run(_streams.dead_letter(self._ctx, self._ref, entries, error))
+
+    def seek(self, position: str | datetime) -> None:
+        """Move the group's offset, to replay ('0': from the start, an id or a datetime) or skip ('$')."""
+        self._client._run(_streams.seek(self._ctx, self._ref, position))
+
+    def info(self) -> GroupInfo:
+        """The group's consumers, pending count, offset and lag (QueueNotFound if it does not exist)."""
+        return self._client._run(_streams.group_info(self._ctx, self._ref))
+
+    def delete(self) -> bool:
+        """Delete the group and its pending list; True if it existed."""
+        return self._client._run(_streams.delete_group(self._ctx, self._ref))
