@@ -3,7 +3,8 @@
 :class:`LoopThread` owns an asyncio event loop on a background thread. :class:`SyncAdapter` wraps an
 ``AsyncClient`` / ``AsyncTopic``: each method call is made *on the loop thread* (the native async client
 needs a running loop when it creates its future) and awaited there, and the test thread waits for the
-result. ``topic()`` and ``rsmq()`` return an adapted topic or queue; properties (``url``, ``name``) pass through.
+result. ``topic()``, ``rsmq()``, ``stream()`` and ``group()`` return an adapted object; properties (``url``, ``name``,
+``ConsumerGroup.stream``) pass through.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ T = TypeVar('T')
 
 KINDS = ('native', 'native-async', 'pure', 'pure-async')
 Client = Any  # ferroq.Client, ferroq.pure.Client, or a SyncAdapter over an async client
+
+#: Methods that make another async object (topic, RSMQ queue, stream, consumer group): their result is adapted too.
+FACTORIES = frozenset({'topic', 'rsmq', 'stream', 'group'})
 
 #: Longest wait for one adapted call; tests block for a few seconds at most.
 CALL_TIMEOUT = 60.0
@@ -66,19 +70,14 @@ class SyncAdapter:
     def wrapped(self) -> Any:
         return self._target
 
-    def topic(self, name: str) -> SyncAdapter:
-        return SyncAdapter(self._runner, self._runner.call(self._target.topic, name))
-
-    def rsmq(self, *args: Any, **kwargs: Any) -> SyncAdapter:
-        return SyncAdapter(self._runner, self._runner.call(self._target.rsmq, *args, **kwargs))
-
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
         if not callable(attr):
-            return attr
+            return attr  # a property; ConsumerGroup.stream is one, so factories cannot be methods of this class
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._runner.call(attr, *args, **kwargs)
+            result = self._runner.call(attr, *args, **kwargs)
+            return SyncAdapter(self._runner, result) if name in FACTORIES else result
 
         call.__name__ = name
         return call
