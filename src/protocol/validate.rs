@@ -370,6 +370,169 @@ pub fn rsmq_too_long(units: usize, maxsize: &str) -> Error {
     )
 }
 
+// ---- Streams topics ------------------------------------------------------------------------------
+
+/// Most fields in one stream message.
+pub const MAX_STREAM_FIELDS: usize = 1000;
+/// Most characters of a group or consumer name.
+pub const MAX_GROUP_CHARS: usize = 128;
+/// Highest `max_deliveries` of a consumer group.
+pub const MAX_DELIVERIES: i64 = 1_000_000;
+/// Most digits of each part of a stream id.
+const MAX_ID_PART_DIGITS: usize = 20;
+
+/// The error for a bad stream name; `repr` is how Python shows the value.
+pub fn stream_name_error(repr: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidName,
+        format!("invalid stream name {repr}: use 1-128 characters from A-Z a-z 0-9 _ . -"),
+    )
+}
+
+pub fn stream_name(name: &str) -> Result<()> {
+    if is_topic_name(name) {
+        return Ok(());
+    }
+    Err(stream_name_error(&py_repr(name)))
+}
+
+/// A group or consumer name: 1-128 printable ASCII characters (0x21..0x7e), so no spaces.
+pub fn is_group_name(name: &str) -> bool {
+    (1..=MAX_GROUP_CHARS).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b))
+}
+
+pub fn group_name_error(repr: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidName,
+        format!("invalid group name {repr}: use 1-{MAX_GROUP_CHARS} printable ASCII characters without spaces"),
+    )
+}
+
+pub fn consumer_name_error(repr: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidName,
+        format!("invalid consumer name {repr}: use 1-{MAX_GROUP_CHARS} printable ASCII characters without spaces"),
+    )
+}
+
+/// A stream message: an rfq message (checked by [`fields`]) of at most 1000 fields.
+pub fn stream_fields(fields: &[(String, String)]) -> Result<()> {
+    if fields.len() > MAX_STREAM_FIELDS {
+        return Err(Error::new(
+            ErrorKind::InvalidMessage,
+            format!(
+                "a stream message may have at most {MAX_STREAM_FIELDS} fields, got {}",
+                fields.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `max_deliveries`: an int from 1 to 1,000,000 (`value` None: not an int, or a bool).
+pub fn max_deliveries(value: Option<i64>, repr: &str) -> Result<i64> {
+    match value {
+        Some(n) if (1..=MAX_DELIVERIES).contains(&n) => Ok(n),
+        _ => Err(Error::invalid(format!(
+            "max_deliveries must be None or an int from 1 to {MAX_DELIVERIES}, got {repr}"
+        ))),
+    }
+}
+
+/// The dead-letter stream of `stream`: `to`, or `<stream>.dead`; never the stream itself.
+pub fn dead_stream(stream: &str, to: Option<&str>) -> Result<String> {
+    let name = to.map_or_else(|| format!("{stream}.dead"), str::to_string);
+    stream_name(&name)?;
+    if name == stream {
+        return Err(Error::invalid(format!(
+            "a dead-letter stream must differ from the stream itself, got {}",
+            py_repr(&name)
+        )));
+    }
+    Ok(name)
+}
+
+/// `maxlen` of a retention: an int >= 0.
+pub fn maxlen(value: Option<i64>, repr: &str) -> Result<u64> {
+    match value {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(Error::invalid(format!("maxlen must be an int >= 0, got {repr}"))),
+    }
+}
+
+/// `max_age` of a retention, seconds > 0 -> ms (`round(max_age * 1000)`).
+pub fn max_age_ms(value: Option<f64>, repr: &str) -> Result<u64> {
+    match value {
+        Some(s) if s > 0.0 => Ok((s * 1000.0).round_ties_even() as u64),
+        _ => Err(Error::invalid(format!(
+            "max_age must be a number of seconds > 0, got {repr}"
+        ))),
+    }
+}
+
+/// `min_idle` (autoclaim, pending), seconds >= 0 -> ms (`round(min_idle * 1000)`).
+pub fn min_idle_ms(value: Option<f64>, repr: &str) -> Result<u64> {
+    match value {
+        Some(s) if s >= 0.0 => Ok((s * 1000.0).round_ties_even() as u64),
+        _ => Err(Error::invalid(format!(
+            "min_idle must be a number of seconds >= 0, got {repr}"
+        ))),
+    }
+}
+
+/// Where a stream id given by a user goes: each place takes a different set of special ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdUse {
+    /// `range` bounds: `-`, `+`, an id, or an id after `(` (exclusive).
+    Range,
+    /// Group positions (`create`, `seek`): `$`, `0` or an id.
+    Position,
+    /// Entries to acknowledge or dead-letter: `<ms>-<seq>` only.
+    Entry,
+}
+
+/// The error for a bad id in `place`; `repr` is how Python shows the value.
+pub fn stream_id_error(place: IdUse, repr: &str) -> Error {
+    let message = match place {
+        IdUse::Range => format!(
+            "a range bound must be '-', '+', a stream id '<ms>' or '<ms>-<seq>' (after '(' to exclude it) \
+             or an aware datetime, got {repr}"
+        ),
+        IdUse::Position => format!(
+            "a position must be '$', '0', a stream id '<ms>' or '<ms>-<seq>' or an aware datetime, got {repr}"
+        ),
+        IdUse::Entry => format!("an entry id must be a stream id '<ms>-<seq>' or a StreamEntry, got {repr}"),
+    };
+    Error::invalid(message)
+}
+
+fn is_id_part(part: &str) -> bool {
+    (1..=MAX_ID_PART_DIGITS).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `<ms>-<seq>`, each part 1-20 digits.
+fn is_full_id(id: &str) -> bool {
+    id.split_once('-')
+        .is_some_and(|(ms, seq)| is_id_part(ms) && is_id_part(seq))
+}
+
+/// A stream id as given for `place` (returned as sent to Redis), or InvalidArgument.
+pub fn stream_id(id: &str, place: IdUse) -> Result<String> {
+    let ok = match place {
+        IdUse::Entry => is_full_id(id),
+        IdUse::Range => {
+            let bound = id.strip_prefix('(').unwrap_or(id);
+            matches!(id, "-" | "+") || is_id_part(bound) || is_full_id(bound)
+        }
+        IdUse::Position => id == "$" || is_id_part(id) || is_full_id(id),
+    };
+    if ok {
+        Ok(id.to_string())
+    } else {
+        Err(stream_id_error(place, &py_repr(id)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,6 +714,65 @@ mod tests {
         assert_eq!(
             rsmq_too_long(1025, "1024").message,
             "message is 1025 characters (UTF-16 code units), more than the queue's maxsize 1024"
+        );
+    }
+
+    #[test]
+    fn stream_rules() {
+        assert!(stream_name("events.v1").is_ok());
+        let err = stream_name("a:b").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidName);
+        assert_eq!(
+            err.message,
+            "invalid stream name 'a:b': use 1-128 characters from A-Z a-z 0-9 _ . -"
+        );
+        for ok in ["g", "host-1:42", "~!{}", &"x".repeat(128)] {
+            assert!(is_group_name(ok), "{ok}");
+        }
+        for bad in ["", "a b", "é", "a\tb", "\x7f", &"x".repeat(129)] {
+            assert!(!is_group_name(bad), "{bad}");
+        }
+        let many: Vec<(String, String)> = (0..1001).map(|i| (i.to_string(), String::new())).collect();
+        assert_eq!(stream_fields(&many).unwrap_err().kind, ErrorKind::InvalidMessage);
+        assert!(stream_fields(&many[..1000]).is_ok());
+        assert_eq!(max_deliveries(Some(1), "1").unwrap(), 1);
+        assert!(max_deliveries(Some(0), "0").is_err());
+        assert!(max_deliveries(Some(1_000_001), "").is_err());
+        assert!(max_deliveries(None, "True").is_err());
+        assert_eq!(dead_stream("s", None).unwrap(), "s.dead");
+        assert_eq!(dead_stream("s", Some("d")).unwrap(), "d");
+        assert_eq!(dead_stream("s", Some("s")).unwrap_err().kind, ErrorKind::InvalidArgument);
+        assert_eq!(dead_stream("s", Some("a b")).unwrap_err().kind, ErrorKind::InvalidName);
+        assert_eq!(maxlen(Some(0), "0").unwrap(), 0);
+        assert!(maxlen(Some(-1), "-1").is_err());
+        assert_eq!(max_age_ms(Some(1.5), "1.5").unwrap(), 1500);
+        assert_eq!(max_age_ms(Some(0.0025), "").unwrap(), 2);
+        assert!(max_age_ms(Some(0.0), "0").is_err());
+        assert_eq!(min_idle_ms(Some(0.0), "0").unwrap(), 0);
+        assert!(min_idle_ms(Some(-0.5), "").is_err());
+    }
+
+    #[test]
+    fn stream_ids_by_place() {
+        for ok in ["-", "+", "0", "123", "123-4", "(123-4", "(5", &"9".repeat(20)] {
+            assert_eq!(stream_id(ok, IdUse::Range).unwrap(), ok);
+        }
+        for bad in ["", "$", "(", "(-", "(+", "1-", "-1", "1-2-3", "a", "1 ", &"9".repeat(21), "１"] {
+            assert!(stream_id(bad, IdUse::Range).is_err(), "{bad}");
+        }
+        for ok in ["$", "0", "17", "17-0"] {
+            assert!(stream_id(ok, IdUse::Position).is_ok(), "{ok}");
+        }
+        for bad in ["-", "+", "(1", "x"] {
+            assert!(stream_id(bad, IdUse::Position).is_err(), "{bad}");
+        }
+        assert!(stream_id("1-0", IdUse::Entry).is_ok());
+        for bad in ["1", "0", "$", "-", "(1-0"] {
+            assert!(stream_id(bad, IdUse::Entry).is_err(), "{bad}");
+        }
+        assert_eq!(
+            stream_id("x", IdUse::Entry).unwrap_err().message,
+            "an entry id must be a stream id '<ms>-<seq>' or a StreamEntry, got 'x'"
         );
     }
 }
