@@ -82,13 +82,14 @@ impl Error {
     }
 
     /// Redis refused a stream command because its key does not exist (`ERR no such key` from XINFO,
-    /// `ERR The XGROUP subcommand requires the key to exist` from XGROUP), or named a missing group (NOGROUP).
+    /// `ERR The XGROUP subcommand requires the key to exist` from XGROUP), or named a missing group (NOGROUP,
+    /// which Redis 6.2 wraps in an `ERR Error running script` when a script meets it).
     pub fn is_missing_stream_or_group(&self) -> bool {
         match &self.kind {
             ErrorKind::QueueNotFound => true,
             ErrorKind::Server { code } if code == "ERR" => {
-                let m = self.message.to_ascii_lowercase();
-                m.contains("no such key") || m.contains("requires the key to exist")
+                let m = &self.message;
+                m.contains("NOGROUP") || m.contains("no such key") || m.contains("requires the key to exist")
             }
             _ => false,
         }
@@ -186,10 +187,18 @@ mod tests {
             Error::server("NOGROUP", "No such key 'k' or consumer group 'g'").kind,
             ErrorKind::QueueNotFound
         );
-        assert_eq!(Error::server("BUSYGROUP", "Consumer Group name already exists").kind, ErrorKind::QueueExists);
+        assert_eq!(
+            Error::server("BUSYGROUP", "Consumer Group name already exists").kind,
+            ErrorKind::QueueExists
+        );
         assert!(Error::server("NOGROUP", "x").is_missing_stream_or_group());
         assert!(Error::server("ERR", "no such key").is_missing_stream_or_group());
         assert!(Error::server("ERR", "The XGROUP subcommand requires the key to exist.").is_missing_stream_or_group());
+        assert!(Error::server(
+            "ERR",
+            "Error running script (call to f_1): @user_script:3: NOGROUP No such key"
+        )
+        .is_missing_stream_or_group());
         assert!(!Error::server("ERR", "boom").is_missing_stream_or_group());
     }
 

@@ -37,7 +37,7 @@ impl Group {
         Error::new(
             ErrorKind::QueueNotFound,
             format!(
-                "consumer group {} of stream {} does not exist: call create() first",
+                "consumer group {} of stream {} not found: call create() first",
                 py_repr(&self.name),
                 py_repr(&self.stream.name)
             ),
@@ -57,7 +57,13 @@ impl Group {
 
     /// `result` with Redis's NOGROUP / missing-key errors told in this group's words.
     fn found<T>(&self, result: Result<T>) -> Result<T> {
-        result.map_err(|e| if e.is_missing_stream_or_group() { self.not_found() } else { e })
+        result.map_err(|e| {
+            if e.is_missing_stream_or_group() {
+                self.not_found()
+            } else {
+                e
+            }
+        })
     }
 }
 
@@ -457,7 +463,8 @@ pub async fn trim(pool: &Pool, s: &StreamKeys, retention: &Retention) -> Result<
     }
     let mut c = cmd("XTRIM", &s.key);
     c.arg(strategy).arg(mode).arg(threshold);
-    int(query(pool, true, &c).await?)
+    // Not repeated after a drop: a repeat would report 0 entries removed.
+    int(query(pool, false, &c).await?)
 }
 
 /// XINFO STREAM; a missing stream is empty.
@@ -518,7 +525,11 @@ fn read_cmd(g: &Group, count: usize, block_ms: Option<u64>) -> Cmd {
 /// many seconds for the first, on a dedicated connection (as a blocking claim does).
 pub async fn read(pool: &Pool, g: &Group, count: usize, block: Option<f64>) -> Result<Vec<Entry>> {
     // Not repeated after a drop: a repeat could deliver entries nobody receives.
-    let first = g.found(query(pool, false, &read_cmd(g, count, None)).await.and_then(decode_read))?;
+    let first = g.found(
+        query(pool, false, &read_cmd(g, count, None))
+            .await
+            .and_then(decode_read),
+    )?;
     let Some(block) = block else { return Ok(first) };
     if !first.is_empty() {
         return Ok(first);
@@ -526,7 +537,11 @@ pub async fn read(pool: &Pool, g: &Group, count: usize, block: Option<f64>) -> R
     // Redis reads BLOCK 0 as forever: never send less than 1 ms.
     let block_ms = ((block * 1000.0).round_ties_even() as u64).max(1);
     let cmd = read_cmd(g, count, Some(block_ms));
-    g.found(pool.blocking(Duration::from_secs_f64(block), &cmd).await.and_then(decode_read))
+    g.found(
+        pool.blocking(Duration::from_secs_f64(block), &cmd)
+            .await
+            .and_then(decode_read),
+    )
 }
 
 /// ack-1 per chunk: the ids acknowledged now, in input order.
@@ -583,7 +598,11 @@ pub async fn autoclaim(pool: &Pool, g: &Group, min_idle_ms: u64, count: usize, e
         .arg(min_idle_ms)
         .arg(count)
         .arg(g.max_deliveries.unwrap_or(0))
-        .arg(if error.is_empty() { DEFAULT_AUTOCLAIM_ERROR } else { error });
+        .arg(if error.is_empty() {
+            DEFAULT_AUTOCLAIM_ERROR
+        } else {
+            error
+        });
     // Not repeated after a drop: the first attempt may have taken the entries.
     g.found(
         eval_one(pool, false, Id::StreamAutoclaim, &c)
@@ -679,10 +698,10 @@ mod tests {
     #[test]
     fn publish_command_layout() {
         let s = StreamKeys::new("ev");
-        let msgs = vec![vec![("a".to_string(), "1".to_string())], vec![
-            ("b".to_string(), "2".to_string()),
-            ("c".to_string(), "3".to_string()),
-        ]];
+        let msgs = vec![
+            vec![("a".to_string(), "1".to_string())],
+            vec![("b".to_string(), "2".to_string()), ("c".to_string(), "3".to_string())],
+        ];
         let none = Retention {
             limit: None,
             approximate: true,
@@ -723,7 +742,19 @@ mod tests {
         let args = packed(&read_cmd(&group(), 5, Some(1500)));
         assert_eq!(
             args,
-            ["XREADGROUP", "GROUP", "g", "c", "COUNT", "5", "BLOCK", "1500", "STREAMS", "ferroq:stream:ev", ">"]
+            [
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "COUNT",
+                "5",
+                "BLOCK",
+                "1500",
+                "STREAMS",
+                "ferroq:stream:ev",
+                ">"
+            ]
         );
         assert!(!packed(&read_cmd(&group(), 1, None)).contains(&"BLOCK".to_string()));
     }
@@ -824,7 +855,12 @@ mod tests {
 
     #[test]
     fn pending_and_autoclaim_decode() {
-        let reply = Value::Array(vec![Value::Array(vec![b("1-0"), b("c"), Value::Int(1500), Value::Int(2)])]);
+        let reply = Value::Array(vec![Value::Array(vec![
+            b("1-0"),
+            b("c"),
+            Value::Int(1500),
+            Value::Int(2),
+        ])]);
         assert_eq!(
             decode_pending(reply).unwrap(),
             [Pending {
@@ -848,7 +884,7 @@ mod tests {
         assert_eq!(err.kind, ErrorKind::QueueNotFound);
         assert_eq!(
             err.message,
-            "consumer group 'g' of stream 'ev' does not exist: call create() first"
+            "consumer group 'g' of stream 'ev' not found: call create() first"
         );
         let other = g.found::<()>(Err(Error::server("ERR", "boom"))).unwrap_err();
         assert_eq!(other.message, "ERR boom");

@@ -415,15 +415,12 @@ pub fn consumer_name_error(repr: &str) -> Error {
     )
 }
 
-/// A stream message: an rfq message (checked by [`fields`]) of at most 1000 fields.
-pub fn stream_fields(fields: &[(String, String)]) -> Result<()> {
-    if fields.len() > MAX_STREAM_FIELDS {
+/// The field count of a message that may have at most `most` fields (stream entries).
+pub fn field_count(n: usize, most: usize) -> Result<()> {
+    if n > most {
         return Err(Error::new(
             ErrorKind::InvalidMessage,
-            format!(
-                "a stream message may have at most {MAX_STREAM_FIELDS} fields, got {}",
-                fields.len()
-            ),
+            format!("a message may have at most {most} fields, got {n}"),
         ));
     }
     Ok(())
@@ -456,7 +453,9 @@ pub fn dead_stream(stream: &str, to: Option<&str>) -> Result<String> {
 pub fn maxlen(value: Option<i64>, repr: &str) -> Result<u64> {
     match value {
         Some(n) if n >= 0 => Ok(n as u64),
-        _ => Err(Error::invalid(format!("maxlen must be an int >= 0, got {repr}"))),
+        _ => Err(Error::invalid(format!(
+            "maxlen must be None or an int >= 0, got {repr}"
+        ))),
     }
 }
 
@@ -465,71 +464,73 @@ pub fn max_age_ms(value: Option<f64>, repr: &str) -> Result<u64> {
     match value {
         Some(s) if s > 0.0 => Ok((s * 1000.0).round_ties_even() as u64),
         _ => Err(Error::invalid(format!(
-            "max_age must be a number of seconds > 0, got {repr}"
+            "max_age must be None or a number of seconds > 0, got {repr}"
         ))),
     }
 }
 
-/// `min_idle` (autoclaim, pending), seconds >= 0 -> ms (`round(min_idle * 1000)`).
+/// `min_idle` (autoclaim, pending), seconds from 0 to 7 days -> ms (`round(min_idle * 1000)`).
 pub fn min_idle_ms(value: Option<f64>, repr: &str) -> Result<u64> {
     match value {
-        Some(s) if s >= 0.0 => Ok((s * 1000.0).round_ties_even() as u64),
+        Some(s) if (0.0..=MAX_SECONDS).contains(&s) => Ok((s * 1000.0).round_ties_even() as u64),
         _ => Err(Error::invalid(format!(
-            "min_idle must be a number of seconds >= 0, got {repr}"
+            "min_idle must be a number of seconds from 0 to {MAX_SECONDS:.0}, got {repr}"
         ))),
     }
 }
 
-/// Where a stream id given by a user goes: each place takes a different set of special ids.
+/// Where a stream id given by a user goes: each place takes its own special ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdUse {
-    /// `range` bounds: `-`, `+`, an id, or an id after `(` (exclusive).
+    /// `range` bounds: `-`, `+`, or an id, which may follow `(` (exclusive).
     Range,
-    /// Group positions (`create`, `seek`): `$`, `0` or an id.
+    /// Group positions (`create`, `seek`): `$` or an id.
     Position,
-    /// Entries to acknowledge or dead-letter: `<ms>-<seq>` only.
-    Entry,
 }
 
-/// The error for a bad id in `place`; `repr` is how Python shows the value.
-pub fn stream_id_error(place: IdUse, repr: &str) -> Error {
-    let message = match place {
-        IdUse::Range => format!(
-            "a range bound must be '-', '+', a stream id '<ms>' or '<ms>-<seq>' (after '(' to exclude it) \
-             or an aware datetime, got {repr}"
-        ),
-        IdUse::Position => format!(
-            "a position must be '$', '0', a stream id '<ms>' or '<ms>-<seq>' or an aware datetime, got {repr}"
-        ),
-        IdUse::Entry => format!("an entry id must be a stream id '<ms>-<seq>' or a StreamEntry, got {repr}"),
+/// The error for a bad id given as argument `what` in `place`; `repr` is how Python shows the value.
+pub fn stream_id_error(place: IdUse, what: &str, repr: &str) -> Error {
+    let (choices, bound) = match place {
+        IdUse::Range => ("'-', '+'", " (after '(' for an exclusive bound)"),
+        IdUse::Position => ("'$'", ""),
     };
-    Error::invalid(message)
+    Error::invalid(format!(
+        "{what} must be {choices}, a stream id '<ms>-<seq>' or '<ms>'{bound}, or an aware datetime, got {repr}"
+    ))
 }
 
+/// The error for an entry of ack / dead_letter that is neither a StreamEntry nor a full id.
+pub fn entry_id_error(repr: &str) -> Error {
+    Error::invalid(format!(
+        "an entry must be a StreamEntry or a stream id '<ms>-<seq>', got {repr}"
+    ))
+}
+
+/// One part of an id: 1-20 digits, a 64-bit unsigned number.
 fn is_id_part(part: &str) -> bool {
-    (1..=MAX_ID_PART_DIGITS).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit())
+    (1..=MAX_ID_PART_DIGITS).contains(&part.len())
+        && part.bytes().all(|b| b.is_ascii_digit())
+        && part.parse::<u64>().is_ok()
 }
 
-/// `<ms>-<seq>`, each part 1-20 digits.
-fn is_full_id(id: &str) -> bool {
-    id.split_once('-')
-        .is_some_and(|(ms, seq)| is_id_part(ms) && is_id_part(seq))
+/// `<ms>-<seq>`, or `<ms>` alone unless `seq`.
+pub fn is_stream_id(id: &str, seq: bool) -> bool {
+    match id.split_once('-') {
+        Some((ms, s)) => is_id_part(ms) && is_id_part(s),
+        None => !seq && is_id_part(id),
+    }
 }
 
-/// A stream id as given for `place` (returned as sent to Redis), or InvalidArgument.
-pub fn stream_id(id: &str, place: IdUse) -> Result<String> {
+/// A stream id given as argument `what` for `place` (returned as sent to Redis), or InvalidArgument.
+pub fn stream_id(id: &str, place: IdUse, what: &str) -> Result<String> {
     let ok = match place {
-        IdUse::Entry => is_full_id(id),
-        IdUse::Range => {
-            let bound = id.strip_prefix('(').unwrap_or(id);
-            matches!(id, "-" | "+") || is_id_part(bound) || is_full_id(bound)
-        }
-        IdUse::Position => id == "$" || is_id_part(id) || is_full_id(id),
+        IdUse::Range => matches!(id, "-" | "+") || is_stream_id(id.strip_prefix('(').unwrap_or(id), false),
+        IdUse::Position => id == "$" || is_stream_id(id, false),
     };
     if ok {
         Ok(id.to_string())
     } else {
-        Err(stream_id_error(place, &py_repr(id)))
+        Err(stream_id_error(place, what, &py_repr(id)))
     }
 }
 
@@ -732,16 +733,18 @@ mod tests {
         for bad in ["", "a b", "é", "a\tb", "\x7f", &"x".repeat(129)] {
             assert!(!is_group_name(bad), "{bad}");
         }
-        let many: Vec<(String, String)> = (0..1001).map(|i| (i.to_string(), String::new())).collect();
-        assert_eq!(stream_fields(&many).unwrap_err().kind, ErrorKind::InvalidMessage);
-        assert!(stream_fields(&many[..1000]).is_ok());
+        assert_eq!(field_count(1001, 1000).unwrap_err().kind, ErrorKind::InvalidMessage);
+        assert!(field_count(1000, 1000).is_ok());
         assert_eq!(max_deliveries(Some(1), "1").unwrap(), 1);
         assert!(max_deliveries(Some(0), "0").is_err());
         assert!(max_deliveries(Some(1_000_001), "").is_err());
         assert!(max_deliveries(None, "True").is_err());
         assert_eq!(dead_stream("s", None).unwrap(), "s.dead");
         assert_eq!(dead_stream("s", Some("d")).unwrap(), "d");
-        assert_eq!(dead_stream("s", Some("s")).unwrap_err().kind, ErrorKind::InvalidArgument);
+        assert_eq!(
+            dead_stream("s", Some("s")).unwrap_err().kind,
+            ErrorKind::InvalidArgument
+        );
         assert_eq!(dead_stream("s", Some("a b")).unwrap_err().kind, ErrorKind::InvalidName);
         assert_eq!(maxlen(Some(0), "0").unwrap(), 0);
         assert!(maxlen(Some(-1), "-1").is_err());
@@ -754,25 +757,44 @@ mod tests {
 
     #[test]
     fn stream_ids_by_place() {
-        for ok in ["-", "+", "0", "123", "123-4", "(123-4", "(5", &"9".repeat(20)] {
-            assert_eq!(stream_id(ok, IdUse::Range).unwrap(), ok);
+        let max = u64::MAX.to_string();
+        for ok in ["-", "+", "0", "123", "123-4", "(123-4", "(5", max.as_str()] {
+            assert_eq!(stream_id(ok, IdUse::Range, "start").unwrap(), ok);
         }
-        for bad in ["", "$", "(", "(-", "(+", "1-", "-1", "1-2-3", "a", "1 ", &"9".repeat(21), "１"] {
-            assert!(stream_id(bad, IdUse::Range).is_err(), "{bad}");
+        for bad in [
+            "",
+            "$",
+            "(",
+            "(-",
+            "(+",
+            "1-",
+            "-1",
+            "1-2-3",
+            "a",
+            "1 ",
+            "18446744073709551616",
+            "１",
+        ] {
+            assert!(stream_id(bad, IdUse::Range, "end").is_err(), "{bad}");
         }
         for ok in ["$", "0", "17", "17-0"] {
-            assert!(stream_id(ok, IdUse::Position).is_ok(), "{ok}");
+            assert!(stream_id(ok, IdUse::Position, "start").is_ok(), "{ok}");
         }
         for bad in ["-", "+", "(1", "x"] {
-            assert!(stream_id(bad, IdUse::Position).is_err(), "{bad}");
+            assert!(stream_id(bad, IdUse::Position, "position").is_err(), "{bad}");
         }
-        assert!(stream_id("1-0", IdUse::Entry).is_ok());
+        assert!(is_stream_id("1-0", true));
         for bad in ["1", "0", "$", "-", "(1-0"] {
-            assert!(stream_id(bad, IdUse::Entry).is_err(), "{bad}");
+            assert!(!is_stream_id(bad, true), "{bad}");
         }
         assert_eq!(
-            stream_id("x", IdUse::Entry).unwrap_err().message,
-            "an entry id must be a stream id '<ms>-<seq>' or a StreamEntry, got 'x'"
+            stream_id("x", IdUse::Range, "start").unwrap_err().message,
+            "start must be '-', '+', a stream id '<ms>-<seq>' or '<ms>' (after '(' for an exclusive bound), \
+             or an aware datetime, got 'x'"
+        );
+        assert_eq!(
+            stream_id("-", IdUse::Position, "position").unwrap_err().message,
+            "position must be '$', a stream id '<ms>-<seq>' or '<ms>', or an aware datetime, got '-'"
         );
     }
 }
