@@ -32,6 +32,14 @@ fn flag_arg(value: &Arg<'_>, name: &str, default: bool) -> Result<bool> {
     value.0.as_ref().map_or(Ok(default), |v| convert::flag(v, name))
 }
 
+/// The error text of autoclaim / dead_letter: '' when not given; None or anything but a str is refused.
+fn error_arg(error: &Arg<'_>) -> Result<String> {
+    error
+        .0
+        .as_ref()
+        .map_or(Ok(String::new()), |e| convert::error_text(Some(e)))
+}
+
 /// A stream id argument `what` for `place`: `default` when not given.
 fn id_arg(value: &Arg<'_>, place: IdUse, what: &str, default: &str) -> Result<String> {
     value
@@ -318,12 +326,7 @@ impl GroupCore {
         )
     }
 
-    fn autoclaim_op(
-        &self,
-        min_idle: &Bound<'_, PyAny>,
-        count: &Arg<'_>,
-        error: Option<&Bound<'_, PyAny>>,
-    ) -> Result<Op> {
+    fn autoclaim_op(&self, min_idle: &Bound<'_, PyAny>, count: &Arg<'_>, error: &Arg<'_>) -> Result<Op> {
         prepare(
             &self.core,
             &self.group,
@@ -331,7 +334,7 @@ impl GroupCore {
                 Ok((
                     convert::min_idle_ms(min_idle)?,
                     count_arg(count, DEFAULT_RANGE_COUNT)?,
-                    convert::error_text(error)?,
+                    error_arg(error)?,
                 ))
             },
             |pool, g, (min_idle, count, error)| async move { streams::autoclaim(&pool, &g, min_idle, count, &error).await },
@@ -339,14 +342,14 @@ impl GroupCore {
         )
     }
 
-    fn dead_letter_op(&self, entries: &Bound<'_, PyAny>, error: Option<&Bound<'_, PyAny>>) -> Result<Op> {
+    fn dead_letter_op(&self, entries: &Bound<'_, PyAny>, error: &Arg<'_>) -> Result<Op> {
         prepare(
             &self.core,
             &self.group,
             || {
                 Ok((
                     convert::stream_entry_ids(entries, &self.group.stream.name)?,
-                    convert::error_text(error)?,
+                    error_arg(error)?,
                 ))
             },
             |pool, g, (ids, error)| async move { streams::dead_letter(&pool, &g, &ids, &error).await },
@@ -553,25 +556,25 @@ macro_rules! group_methods {
                 $run(py, self.inner.pending_op(&count, consumer, min_idle))
             }
 
-            #[pyo3(signature = (min_idle, count=Arg::missing(), *, error=None), text_signature = "(self, /, min_idle, count=100, *, error='')")]
+            #[pyo3(signature = (min_idle, count=Arg::missing(), *, error=Arg::missing()), text_signature = "(self, /, min_idle, count=100, *, error='')")]
             fn autoclaim<'py>(
                 &self,
                 py: Python<'py>,
                 min_idle: &Bound<'py, PyAny>,
                 count: Arg<'py>,
-                error: Option<&Bound<'py, PyAny>>,
+                error: Arg<'py>,
             ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.autoclaim_op(min_idle, &count, error))
+                $run(py, self.inner.autoclaim_op(min_idle, &count, &error))
             }
 
-            #[pyo3(signature = (entries, error=None), text_signature = "(self, /, entries, error='')")]
+            #[pyo3(signature = (entries, error=Arg::missing()), text_signature = "(self, /, entries, error='')")]
             fn dead_letter<'py>(
                 &self,
                 py: Python<'py>,
                 entries: &Bound<'py, PyAny>,
-                error: Option<&Bound<'py, PyAny>>,
+                error: Arg<'py>,
             ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.dead_letter_op(entries, error))
+                $run(py, self.inner.dead_letter_op(entries, &error))
             }
 
             fn seek<'py>(&self, py: Python<'py>, position: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
