@@ -91,6 +91,18 @@ where
     Ok(op(run(pool, target.clone(), checked), convert))
 }
 
+/// [`prepare`] for an operation without arguments.
+pub fn prepare_plain<S, R, F, Fut, C>(core: &Core, target: &Arc<S>, run: F, convert: C) -> Result<Op>
+where
+    S: Send + Sync + 'static,
+    R: Send + 'static,
+    F: FnOnce(Arc<Pool>, Arc<S>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<R>> + Send + 'static,
+    C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    prepare(core, target, || Ok(()), |pool, t, ()| run(pool, t), convert)
+}
+
 /// Options and the connection pool of one client. The pool belongs to the process that built it: in a
 /// forked child it is rebuilt on first use and the parent's is left untouched (leaked).
 pub struct Core {

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::bindings::async_client::run_async;
-use crate::bindings::client::{prepare, sync_call, to_py, Arg, Core, Op};
+use crate::bindings::client::{prepare, prepare_plain, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
 use crate::errors::{Error, Result};
 use crate::protocol::keys::StreamKeys;
+use crate::protocol::rfq::Fields;
 use crate::protocol::streams::{self, Group, Limit, Retention};
 use crate::protocol::validate::{self, py_repr, IdUse};
 
@@ -116,6 +117,27 @@ impl StreamCore {
         })
     }
 
+    /// publish / publish_batch: `messages` checked, then the retention, then one publish-2 call per chunk.
+    fn publish_with<C>(
+        &self,
+        messages: impl FnOnce() -> Result<Vec<Fields>>,
+        maxlen: Option<&Bound<'_, PyAny>>,
+        max_age: Option<&Bound<'_, PyAny>>,
+        approximate: &Arg<'_>,
+        convert: C,
+    ) -> Result<Op>
+    where
+        C: FnOnce(Python<'_>, Vec<String>) -> PyResult<Py<PyAny>> + Send + 'static,
+    {
+        prepare(
+            &self.core,
+            &self.keys,
+            || Ok((messages()?, retention(maxlen, max_age, approximate)?)),
+            |pool, s, (msgs, retention)| async move { streams::publish_batch(&pool, &s, msgs, &retention).await },
+            convert,
+        )
+    }
+
     fn publish_op(
         &self,
         fields: &Bound<'_, PyAny>,
@@ -124,23 +146,11 @@ impl StreamCore {
         approximate: &Arg<'_>,
     ) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        prepare(
-            &self.core,
-            &self.keys,
-            || {
-                Ok((
-                    convert::stream_fields(fields, max)?,
-                    retention(maxlen, max_age, approximate)?,
-                ))
-            },
-            |pool, s, (msg, retention)| async move {
-                let ids = streams::publish_batch(&pool, &s, vec![msg], &retention).await?;
-                ids.into_iter()
-                    .next()
-                    .ok_or_else(|| Error::protocol("publish returned no id"))
-            },
-            to_py,
-        )
+        let one = || Ok(vec![convert::stream_fields(fields, max)?]);
+        // publish_batch returns exactly one id per message.
+        self.publish_with(one, maxlen, max_age, approximate, |py, ids| {
+            to_py(py, ids.into_iter().next())
+        })
     }
 
     fn publish_batch_op(
@@ -151,26 +161,15 @@ impl StreamCore {
         approximate: &Arg<'_>,
     ) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        prepare(
-            &self.core,
-            &self.keys,
-            || {
-                Ok((
-                    convert::stream_messages(messages, max)?,
-                    retention(maxlen, max_age, approximate)?,
-                ))
-            },
-            |pool, s, (msgs, retention)| async move { streams::publish_batch(&pool, &s, msgs, &retention).await },
-            to_py,
-        )
+        let all = || convert::stream_messages(messages, max);
+        self.publish_with(all, maxlen, max_age, approximate, to_py)
     }
 
     fn length_op(&self) -> Result<Op> {
-        prepare(
+        prepare_plain(
             &self.core,
             &self.keys,
-            || Ok(()),
-            |pool, s, ()| async move { streams::length(&pool, &s).await },
+            |pool, s| async move { streams::length(&pool, &s).await },
             to_py,
         )
     }
@@ -215,31 +214,28 @@ impl StreamCore {
 
     fn info_op(&self) -> Result<Op> {
         let name = self.keys.name.clone();
-        prepare(
+        prepare_plain(
             &self.core,
             &self.keys,
-            || Ok(()),
-            |pool, s, ()| async move { streams::info(&pool, &s).await },
+            |pool, s| async move { streams::info(&pool, &s).await },
             move |py, info| convert::stream_info_py(py, &name, info),
         )
     }
 
     fn groups_op(&self) -> Result<Op> {
-        prepare(
+        prepare_plain(
             &self.core,
             &self.keys,
-            || Ok(()),
-            |pool, s, ()| async move { streams::groups(&pool, &s).await },
+            |pool, s| async move { streams::groups(&pool, &s).await },
             convert::groups_py,
         )
     }
 
     fn delete_op(&self) -> Result<Op> {
-        prepare(
+        prepare_plain(
             &self.core,
             &self.keys,
-            || Ok(()),
-            |pool, s, ()| async move { streams::delete(&pool, &s).await },
+            |pool, s| async move { streams::delete(&pool, &s).await },
             to_py,
         )
     }
@@ -368,21 +364,19 @@ impl GroupCore {
     }
 
     fn info_op(&self) -> Result<Op> {
-        prepare(
+        prepare_plain(
             &self.core,
             &self.group,
-            || Ok(()),
-            |pool, g, ()| async move { streams::group_info(&pool, &g).await },
+            |pool, g| async move { streams::group_info(&pool, &g).await },
             convert::group_info_py,
         )
     }
 
     fn delete_op(&self) -> Result<Op> {
-        prepare(
+        prepare_plain(
             &self.core,
             &self.group,
-            || Ok(()),
-            |pool, g, ()| async move { streams::destroy(&pool, &g).await },
+            |pool, g| async move { streams::destroy(&pool, &g).await },
             to_py,
         )
     }

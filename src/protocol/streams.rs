@@ -11,7 +11,7 @@ use redis::{Cmd, Value};
 
 use crate::errors::{Error, ErrorKind, Result};
 use crate::pool::Pool;
-use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pairs, pipelines, string, take};
+use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pairs, pairs_of, pipelines, string, take};
 use crate::protocol::ids;
 use crate::protocol::keys::{StreamKeys, STREAM_PUBLISH_TOKEN_MS};
 use crate::protocol::rfq::Fields;
@@ -33,26 +33,18 @@ pub struct Group {
 }
 
 impl Group {
+    /// `consumer group 'g' of stream 's' <what>`.
+    fn error(&self, kind: ErrorKind, what: &str) -> Error {
+        let (group, stream) = (py_repr(&self.name), py_repr(&self.stream.name));
+        Error::new(kind, format!("consumer group {group} of stream {stream} {what}"))
+    }
+
     fn not_found(&self) -> Error {
-        Error::new(
-            ErrorKind::QueueNotFound,
-            format!(
-                "consumer group {} of stream {} not found: call create() first",
-                py_repr(&self.name),
-                py_repr(&self.stream.name)
-            ),
-        )
+        self.error(ErrorKind::QueueNotFound, "not found: call create() first")
     }
 
     fn exists(&self) -> Error {
-        Error::new(
-            ErrorKind::QueueExists,
-            format!(
-                "consumer group {} of stream {} already exists",
-                py_repr(&self.name),
-                py_repr(&self.stream.name)
-            ),
-        )
+        self.error(ErrorKind::QueueExists, "already exists")
     }
 
     /// `result` with Redis's NOGROUP / missing-key errors told in this group's words.
@@ -249,23 +241,9 @@ fn decode_read(v: Value) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-/// A RESP3 map or a RESP2 flat `[name, value, ...]` list, as (name, value) pairs.
+/// A RESP3 map or a RESP2 flat `[name, value, ...]` list (XINFO), as (name, value) pairs.
 fn named(v: Value) -> Result<Vec<(String, Value)>> {
-    match v {
-        Value::Map(items) => items.into_iter().map(|(k, v)| Ok((string(k)?, v))).collect(),
-        v => {
-            let items = array(v)?;
-            if items.len() % 2 != 0 {
-                return Err(Error::protocol("an XINFO reply has an odd number of elements"));
-            }
-            let mut out = Vec::with_capacity(items.len() / 2);
-            let mut it = items.into_iter();
-            while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                out.push((string(k)?, v));
-            }
-            Ok(out)
-        }
-    }
+    pairs_of(v, Ok)
 }
 
 fn field(items: &mut Vec<(String, Value)>, name: &str) -> Option<Value> {
@@ -358,8 +336,15 @@ fn decode_autoclaim(v: Value) -> Result<Vec<Entry>> {
         .collect()
 }
 
-fn ids_reply(v: Value) -> Result<Vec<String>> {
-    array(v)?.into_iter().map(string).collect()
+/// The ids every reply of a chunked script call listed, in order.
+fn all_ids(replies: Vec<Value>) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for reply in replies {
+        for id in array(reply)? {
+            out.push(string(id)?);
+        }
+    }
+    Ok(out)
 }
 
 // ---- commands -------------------------------------------------------------------------------------
@@ -428,11 +413,7 @@ pub async fn publish_batch(
         .map(|(chunk, token)| publish_cmd(s, token, retention, chunk))
         .collect();
     // Once per token: a repeat after a dropped connection returns the first call's ids, appending nothing.
-    let replies = eval_all(pool, true, Id::StreamPublish, &pipelines(cmds)).await?;
-    let mut out = Vec::with_capacity(messages.len());
-    for reply in replies {
-        out.extend(ids_reply(reply)?);
-    }
+    let out = all_ids(eval_all(pool, true, Id::StreamPublish, &pipelines(cmds)).await?)?;
     if out.len() != messages.len() {
         return Err(Error::protocol(format!(
             "publish returned {} ids for {} messages",
@@ -558,12 +539,7 @@ pub async fn ack(pool: &Pool, g: &Group, ids: &[String]) -> Result<Vec<String>> 
         })
         .collect();
     // Not repeated after a drop: a repeat would report the acknowledged ids as not acknowledged.
-    let replies = eval_all(pool, false, Id::StreamAck, &pipelines(cmds)).await?;
-    let mut out = Vec::with_capacity(ids.len());
-    for reply in replies {
-        out.extend(ids_reply(reply)?);
-    }
-    Ok(out)
+    all_ids(eval_all(pool, false, Id::StreamAck, &pipelines(cmds)).await?)
 }
 
 /// XPENDING key group [IDLE ms] - + count [consumer]: oldest id first.
@@ -630,12 +606,7 @@ pub async fn dead_letter(pool: &Pool, g: &Group, ids: &[String], error: &str) ->
         })
         .collect();
     // Not repeated after a drop: a repeat would move nothing and report nothing moved.
-    let replies = g.found(eval_all(pool, false, Id::StreamDeadLetter, &pipelines(cmds)).await)?;
-    let mut out = Vec::with_capacity(ids.len());
-    for reply in replies {
-        out.extend(ids_reply(reply)?);
-    }
-    Ok(out)
+    all_ids(g.found(eval_all(pool, false, Id::StreamDeadLetter, &pipelines(cmds)).await)?)
 }
 
 /// XGROUP SETID key group position.
