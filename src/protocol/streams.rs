@@ -1,7 +1,7 @@
 //! Streams topics (Redis Streams under `ferroq:stream:<name>`): batch-first operations on a [`Pool`],
 //! returning Rust values.
 //!
-//! Every call sends the scripts and commands of `/work/streams-spec.md` and docs/protocol.md, so the
+//! Every call sends the scripts and commands of docs/protocol.md ("Streams topics"), so the
 //! pure-Python client and this core leave identical Redis state. Arguments arrive validated
 //! (`validate::stream_*`). Replies are decoded for RESP2 and RESP3, Redis 6.2 and 7.x.
 
