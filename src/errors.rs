@@ -19,9 +19,10 @@ pub enum ErrorKind {
     InvalidName,
     InvalidMessage,
     MessageTooLarge,
-    /// The RSMQ queue does not exist (its attributes are missing).
+    /// The RSMQ queue does not exist (its attributes are missing), or a stream's consumer group does not
+    /// (Redis's NOGROUP).
     QueueNotFound,
-    /// An RSMQ queue of that name exists already.
+    /// An RSMQ queue of that name exists already, or a stream's consumer group does (Redis's BUSYGROUP).
     QueueExists,
     /// Some items of a batch are invalid: `(index, error)` for each, in input order.
     Batch(Vec<(usize, Error)>),
@@ -80,6 +81,20 @@ impl Error {
         )
     }
 
+    /// Redis refused a stream command because its key does not exist (`ERR no such key` from XINFO,
+    /// `ERR The XGROUP subcommand requires the key to exist` from XGROUP), or named a missing group (NOGROUP,
+    /// which Redis 6.2 wraps in an `ERR Error running script` when a script meets it).
+    pub fn is_missing_stream_or_group(&self) -> bool {
+        match &self.kind {
+            ErrorKind::QueueNotFound => true,
+            ErrorKind::Server { code } if code == "ERR" => {
+                let m = &self.message;
+                m.contains("NOGROUP") || m.contains("no such key") || m.contains("requires the key to exist")
+            }
+            _ => false,
+        }
+    }
+
     /// Maps a redis-rs error. `url` must already be redacted: it is put in connection messages.
     pub fn from_redis(err: &RedisError, url: &str) -> Self {
         let detail = err.detail().unwrap_or("").trim().to_string();
@@ -136,6 +151,8 @@ impl Error {
             "NOPERM" | "NOAUTH" | "WRONGPASS" => ErrorKind::PermissionDenied,
             "LOADING" => ErrorKind::Loading,
             "NOSCRIPT" => ErrorKind::NoScript,
+            "NOGROUP" => ErrorKind::QueueNotFound,
+            "BUSYGROUP" => ErrorKind::QueueExists,
             _ => ErrorKind::Server { code: code.to_string() },
         };
         Self::new(kind, message)
@@ -166,6 +183,23 @@ mod tests {
             }
         );
         assert_eq!(Error::server("ERR", "boom").message, "ERR boom");
+        assert_eq!(
+            Error::server("NOGROUP", "No such key 'k' or consumer group 'g'").kind,
+            ErrorKind::QueueNotFound
+        );
+        assert_eq!(
+            Error::server("BUSYGROUP", "Consumer Group name already exists").kind,
+            ErrorKind::QueueExists
+        );
+        assert!(Error::server("NOGROUP", "x").is_missing_stream_or_group());
+        assert!(Error::server("ERR", "no such key").is_missing_stream_or_group());
+        assert!(Error::server("ERR", "The XGROUP subcommand requires the key to exist.").is_missing_stream_or_group());
+        assert!(Error::server(
+            "ERR",
+            "Error running script (call to f_1): @user_script:3: NOGROUP No such key"
+        )
+        .is_missing_stream_or_group());
+        assert!(!Error::server("ERR", "boom").is_missing_stream_or_group());
     }
 
     #[test]

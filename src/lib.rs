@@ -46,6 +46,22 @@ fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) ->
     Ok(protocol::keys::RsmqKeys::new(&ns, &qname).all())
 }
 
+/// The keys of a stream (`[ferroq:stream:<name>]`), for parity tests. Raises InvalidName as `Client.stream` does.
+#[pyfunction]
+fn stream_keys(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    use bindings::exceptions::IntoPy;
+    let name = bindings::convert::stream_name(name).py_err(py)?;
+    Ok(protocol::keys::StreamKeys::new(&name).all())
+}
+
+/// The key recording what the publish call with `token` appended to stream `name`, for parity tests.
+#[pyfunction]
+fn stream_published_key(py: Python<'_>, name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    use bindings::exceptions::IntoPy;
+    let name = bindings::convert::stream_name(name).py_err(py)?;
+    Ok(protocol::keys::stream_published(&name, token))
+}
+
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -55,11 +71,17 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rfq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(new_message_id, m)?)?;
     m.add_function(wrap_pyfunction!(rsmq_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_published_key, m)?)?;
     m.add_class::<bindings::client::Client>()?;
     m.add_class::<bindings::client::Topic>()?;
     m.add_class::<bindings::async_client::AsyncClient>()?;
     m.add_class::<bindings::async_client::AsyncTopic>()?;
     m.add_class::<bindings::rsmq::RsmqQueue>()?;
     m.add_class::<bindings::rsmq::AsyncRsmqQueue>()?;
+    m.add_class::<bindings::stream::Stream>()?;
+    m.add_class::<bindings::stream::AsyncStream>()?;
+    m.add_class::<bindings::stream::ConsumerGroup>()?;
+    m.add_class::<bindings::stream::AsyncConsumerGroup>()?;
     Ok(())
 }

@@ -11,6 +11,11 @@
 >>> queue.send('hello')                      # doctest: +SKIP
 >>> m = queue.receive(vt=30)                 # doctest: +SKIP
 >>> queue.delete(m.id)                       # doctest: +SKIP
+>>> stream = client.stream('events')         # a Streams topic (Redis Streams, consumer groups)
+>>> stream.publish({'kind': 'signup'})       # doctest: +SKIP
+>>> group = stream.group('mailer')           # doctest: +SKIP
+>>> group.create()                           # doctest: +SKIP
+>>> group.ack(group.read(count=10))          # doctest: +SKIP
 
 ``ferroq.Client`` / ``ferroq.AsyncClient`` are the native (Rust) clients; ``ferroq.pure`` has a
 pure-Python client with the same API, errors, keys and scripts. ``ferroq.Worker`` / ``ferroq.AsyncWorker``
@@ -19,7 +24,19 @@ run a handler per message with retries, dead-lettering and graceful shutdown (:m
 
 from __future__ import annotations
 
-from ferroq._ferroq import AsyncClient, AsyncRsmqQueue, AsyncTopic, Client, RsmqQueue, Topic, __version__
+from ferroq._ferroq import (
+    AsyncClient,
+    AsyncConsumerGroup,
+    AsyncRsmqQueue,
+    AsyncStream,
+    AsyncTopic,
+    Client,
+    ConsumerGroup,
+    RsmqQueue,
+    Stream,
+    Topic,
+    __version__,
+)
 from ferroq.exceptions import (
     BatchError,
     CommandTimeout,
@@ -38,19 +55,33 @@ from ferroq.exceptions import (
     ServerError,
     ServerUnavailable,
 )
-from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.types import (
+    GroupInfo,
+    InspectEntry,
+    Message,
+    PendingEntry,
+    RsmqAttributes,
+    RsmqMessage,
+    StreamEntry,
+    StreamInfo,
+    TopicStats,
+)
 from ferroq.worker import AsyncWorker, Worker, WorkerStats
 
 __all__ = [
     'AsyncClient',
+    'AsyncConsumerGroup',
     'AsyncRsmqQueue',
+    'AsyncStream',
     'AsyncTopic',
     'AsyncWorker',
     'BatchError',
     'Client',
     'CommandTimeout',
     'ConnectionFailed',
+    'ConsumerGroup',
     'FerroqError',
+    'GroupInfo',
     'InspectEntry',
     'InvalidArgument',
     'InvalidMessage',
@@ -59,6 +90,7 @@ __all__ = [
     'Message',
     'MessageTooLarge',
     'OutOfMemory',
+    'PendingEntry',
     'PermissionDenied',
     'ProtocolError',
     'QueueExists',
@@ -68,6 +100,9 @@ __all__ = [
     'RsmqQueue',
     'ServerError',
     'ServerUnavailable',
+    'Stream',
+    'StreamEntry',
+    'StreamInfo',
     'Topic',
     'TopicStats',
     'Worker',

@@ -5,23 +5,40 @@ GIL. Errors are the classes of :mod:`ferroq.exceptions`.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Literal, final
 
-from ferroq.types import InspectEntry, Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.types import (
+    GroupInfo,
+    InspectEntry,
+    Message,
+    PendingEntry,
+    RsmqAttributes,
+    RsmqMessage,
+    StreamEntry,
+    StreamInfo,
+    TopicStats,
+)
 
 __all__ = [
     'AsyncClient',
+    'AsyncConsumerGroup',
     'AsyncRsmqQueue',
+    'AsyncStream',
     'AsyncTopic',
     'Client',
+    'ConsumerGroup',
     'RsmqQueue',
+    'Stream',
     'Topic',
     '__version__',
     'new_message_id',
     'rfq_keys',
     'rsmq_keys',
     'script_hashes',
+    'stream_keys',
+    'stream_published_key',
 ]
 
 __version__: str
@@ -40,6 +57,15 @@ def rsmq_keys(ns: str, qname: str) -> list[str]:
 
     Raises InvalidName for a bad namespace or queue name, as :meth:`Client.rsmq` does.
     """
+
+def stream_keys(name: str) -> list[str]:
+    """The keys of a stream (``[ferroq:stream:<name>]``), for parity tests.
+
+    Raises InvalidName for a bad stream name, as :meth:`Client.stream` does.
+    """
+
+def stream_published_key(name: str, token: str) -> str:
+    """The key recording the ids one publish call (identified by ``token``) appended to stream ``name``."""
 
 @final
 class Client:
@@ -88,6 +114,12 @@ class Client:
         """
     def rsmq_queues(self, ns: str = 'rsmq') -> list[str]:
         """The RSMQ queues of a namespace (``SMEMBERS {ns}:QUEUES``), sorted."""
+    def stream(self, name: str) -> Stream:
+        """A Streams topic (the Redis STREAM ``ferroq:stream:<name>``). No I/O.
+
+        Raises:
+            InvalidName: ``name`` does not match ``[A-Za-z0-9_.-]{1,128}``.
+        """
     def claim(
         self,
         topics: Sequence[str],
@@ -223,6 +255,7 @@ class AsyncClient:
     async def topics(self) -> list[str]: ...
     def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> AsyncRsmqQueue: ...
     async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]: ...
+    def stream(self, name: str) -> AsyncStream: ...
     async def claim(
         self,
         topics: Sequence[str],
@@ -381,3 +414,194 @@ class AsyncRsmqQueue:
     async def delete(self, id: str) -> bool: ...
     async def delete_batch(self, ids: Iterable[str]) -> list[str]: ...
     async def change_visibility(self, id: str, vt: float) -> bool: ...
+
+@final
+class Stream:
+    """A Streams topic on a :class:`Client`: an append-only log read by consumer groups.
+
+    Positions and range bounds are stream ids (``'<ms>-<seq>'`` or ``'<ms>'``) or aware datetimes (``<ms>-0``).
+    Retention: ``maxlen`` keeps about the newest entries, ``max_age`` (seconds, the client's clock) those
+    younger than that; ``approximate=True`` lets Redis trim whole macro-nodes only (cheap), False trims exactly.
+    """
+
+    @property
+    def name(self) -> str: ...
+    def group(
+        self,
+        name: str,
+        consumer: str | None = None,
+        *,
+        max_deliveries: int | None = None,
+        dead_letter: str | None = None,
+    ) -> ConsumerGroup:
+        """A consumer group of this stream (no I/O; :meth:`ConsumerGroup.create` makes it in Redis).
+
+        ``consumer`` defaults to ``<hostname>-<pid>``. ``max_deliveries``: entries delivered that many times go
+        to the dead-letter stream ``dead_letter`` (default ``<name>.dead``) at the next autoclaim.
+
+        Raises:
+            InvalidName: a bad group, consumer or dead-letter stream name.
+            InvalidArgument: a bad ``max_deliveries``, or a dead-letter stream that is the stream itself.
+        """
+    def publish(
+        self,
+        fields: Mapping[str, str],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> str:
+        """Append one message (a flat map of str to str, at most 1000 fields); returns its entry id.
+
+        A retry after a dropped connection resends the call's token, so the message is appended once.
+
+        Raises:
+            InvalidMessage: ``fields`` is not a non-empty flat map of str to str, or has too many fields.
+            MessageTooLarge: it is larger than ``max_message_bytes``.
+        """
+    def publish_batch(
+        self,
+        messages: Iterable[Mapping[str, str]],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> list[str]:
+        """Append many messages; returns their entry ids in input order.
+
+        One atomic script per chunk of ``chunk_size``, each with its own token (appended once, even when
+        retried). Every message is validated before anything is sent: bad items raise BatchError.
+        """
+    def length(self) -> int:
+        """Entries in the stream (XLEN; 0 for a missing stream)."""
+    def range(self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100) -> list[StreamEntry]:
+        """Up to ``count`` entries from ``start`` to ``end`` (inclusive; ``'('`` before an id excludes it), oldest
+        first, outside any group (``deliveries`` 0)."""
+    def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
+        """Apply a retention now (``maxlen`` or ``max_age``); returns how many entries were removed."""
+    def info(self) -> StreamInfo:
+        """Length, first and last entry ids and the number of groups (a missing stream is empty)."""
+    def groups(self) -> list[GroupInfo]:
+        """The consumer groups of the stream, in Redis's order ([] for a missing stream)."""
+    def delete(self) -> bool:
+        """Delete the stream and all its groups; True if it existed."""
+
+@final
+class ConsumerGroup:
+    """A consumer group of a :class:`Stream`, read as one consumer (``consumer``).
+
+    Every entry is delivered to one consumer of the group and stays pending until acknowledged. Missing
+    groups raise QueueNotFound (call :meth:`create`).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def consumer(self) -> str: ...
+    @property
+    def stream(self) -> str:
+        """The stream's name."""
+    @property
+    def max_deliveries(self) -> int | None: ...
+    @property
+    def dead_letter_stream(self) -> str:
+        """The name of the dead-letter stream."""
+    def create(self, start: str | datetime = '$', *, exist_ok: bool = True) -> bool:
+        """Create the group (and the stream if missing) reading from ``start``: ``'$'`` new entries only,
+        ``'0'`` everything, an id or a datetime. Returns False if it existed and ``exist_ok``.
+
+        Raises:
+            QueueExists: it exists and ``exist_ok`` is False.
+        """
+    def read(self, count: int = 1, block: float | None = None) -> list[StreamEntry]:
+        """Up to ``count`` entries never delivered to the group (``deliveries`` 1); they stay pending until acked.
+
+        ``block=seconds`` waits up to that long for the first (on a dedicated connection); None or 0: no wait.
+        """
+    def ack(self, entries: Iterable[StreamEntry | str]) -> list[str]:
+        """Acknowledge entries (StreamEntry objects or ``'<ms>-<seq>'`` ids); returns the ids acknowledged now,
+        in input order, once each."""
+    def pending(
+        self, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
+    ) -> list[PendingEntry]:
+        """Entries delivered and not acknowledged, oldest first; of one consumer, idle at least ``min_idle`` s."""
+    def autoclaim(self, min_idle: float, count: int = 100, *, error: str = '') -> list[StreamEntry]:
+        """Take over entries pending for at least ``min_idle`` seconds (a crashed consumer's); returns them with
+        their new delivery counts. With ``max_deliveries``, entries delivered that many times go to the
+        dead-letter stream instead, recording ``error`` (default 'max deliveries reached')."""
+    def dead_letter(self, entries: Iterable[StreamEntry | str], error: str = '') -> list[str]:
+        """Move pending entries to the dead-letter stream (acknowledging them here); returns the ids moved."""
+    def seek(self, position: str | datetime) -> None:
+        """Set the group's offset: ``'0'`` replays everything, ``'$'`` only new entries, an id or a datetime
+        replays what follows it."""
+    def info(self) -> GroupInfo:
+        """The group's consumers, pending entries, offset and lag."""
+    def delete(self) -> bool:
+        """Delete the group (its pending entries and offset); True if it existed."""
+
+@final
+class AsyncStream:
+    """A Streams topic on an :class:`AsyncClient`; the methods of :class:`Stream`, awaitable."""
+
+    @property
+    def name(self) -> str: ...
+    def group(
+        self,
+        name: str,
+        consumer: str | None = None,
+        *,
+        max_deliveries: int | None = None,
+        dead_letter: str | None = None,
+    ) -> AsyncConsumerGroup: ...
+    async def publish(
+        self,
+        fields: Mapping[str, str],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> str: ...
+    async def publish_batch(
+        self,
+        messages: Iterable[Mapping[str, str]],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> list[str]: ...
+    async def length(self) -> int: ...
+    async def range(
+        self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100
+    ) -> list[StreamEntry]: ...
+    async def trim(
+        self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True
+    ) -> int: ...
+    async def info(self) -> StreamInfo: ...
+    async def groups(self) -> list[GroupInfo]: ...
+    async def delete(self) -> bool: ...
+
+@final
+class AsyncConsumerGroup:
+    """A consumer group of an :class:`AsyncStream`; the methods of :class:`ConsumerGroup`, awaitable."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def consumer(self) -> str: ...
+    @property
+    def stream(self) -> str: ...
+    @property
+    def max_deliveries(self) -> int | None: ...
+    @property
+    def dead_letter_stream(self) -> str: ...
+    async def create(self, start: str | datetime = '$', *, exist_ok: bool = True) -> bool: ...
+    async def read(self, count: int = 1, block: float | None = None) -> list[StreamEntry]: ...
+    async def ack(self, entries: Iterable[StreamEntry | str]) -> list[str]: ...
+    async def pending(
+        self, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
+    ) -> list[PendingEntry]: ...
+    async def autoclaim(self, min_idle: float, count: int = 100, *, error: str = '') -> list[StreamEntry]: ...
+    async def dead_letter(self, entries: Iterable[StreamEntry | str], error: str = '') -> list[str]: ...
+    async def seek(self, position: str | datetime) -> None: ...
+    async def info(self) -> GroupInfo: ...
+    async def delete(self) -> bool: ...

@@ -248,8 +248,7 @@ class StreamEntry:
 
     def __repr__(self) -> str:
         return (
-            f'StreamEntry(id={self.id!r}, stream={self.stream!r}, fields={self.fields!r}, '
-            f'deliveries={self.deliveries})'
+            f'StreamEntry(id={self.id!r}, stream={self.stream!r}, fields={self.fields!r}, deliveries={self.deliveries})'
         )
 
     def __eq__(self, other: object) -> bool:

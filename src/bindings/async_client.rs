@@ -18,6 +18,7 @@ use crate::bindings::client::{new_core, Arg, Convert, Core, Op, TopicCore};
 use crate::bindings::exceptions::{self, IntoPy};
 use crate::bindings::rsmq::{AsyncRsmqQueue, RsmqCore};
 use crate::bindings::runtime;
+use crate::bindings::stream::{AsyncStream, StreamCore};
 use crate::errors::Result;
 
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -311,6 +312,12 @@ impl AsyncClient {
     ) -> PyResult<AsyncRsmqQueue> {
         Ok(AsyncRsmqQueue {
             inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+        })
+    }
+
+    fn stream(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<AsyncStream> {
+        Ok(AsyncStream {
+            inner: StreamCore::new(&self.core, name).py_err(py)?,
         })
     }
 

@@ -14,6 +14,7 @@ use crate::bindings::convert::{self, repr};
 use crate::bindings::exceptions::{issue_warnings, to_pyerr, IntoPy};
 use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
+use crate::bindings::stream::{Stream, StreamCore};
 use crate::config::{Options, RawOptions};
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
@@ -62,6 +63,44 @@ pub fn run_sync(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
     let result = runtime::wait(py, op);
     issue_warnings(py);
     result?.py_err(py)?(py)
+}
+
+/// Sync runner of the method macros (`rsmq_methods!`, `stream_methods!`): waits with the GIL released.
+pub fn sync_call<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(run_sync(py, op.py_err(py)?)?.into_bound(py))
+}
+
+/// Runs `check` (under the GIL, before any I/O), then prepares `run(pool, target, checked)` and
+/// `convert` as one operation: what the queue and stream objects do for every method.
+pub fn prepare<S, T, R, F, Fut, C>(
+    core: &Core,
+    target: &Arc<S>,
+    check: impl FnOnce() -> Result<T>,
+    run: F,
+    convert: C,
+) -> Result<Op>
+where
+    S: Send + Sync + 'static,
+    T: Send + 'static,
+    R: Send + 'static,
+    F: FnOnce(Arc<Pool>, Arc<S>, T) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<R>> + Send + 'static,
+    C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let (pool, checked) = core.pool_after(check)?;
+    Ok(op(run(pool, target.clone(), checked), convert))
+}
+
+/// [`prepare`] for an operation without arguments.
+pub fn prepare_plain<S, R, F, Fut, C>(core: &Core, target: &Arc<S>, run: F, convert: C) -> Result<Op>
+where
+    S: Send + Sync + 'static,
+    R: Send + 'static,
+    F: FnOnce(Arc<Pool>, Arc<S>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<R>> + Send + 'static,
+    C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    prepare(core, target, || Ok(()), |pool, t, ()| run(pool, t), convert)
 }
 
 /// Options and the connection pool of one client. The pool belongs to the process that built it: in a
@@ -634,6 +673,12 @@ impl Client {
     fn rsmq(&self, py: Python<'_>, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<RsmqQueue> {
         Ok(RsmqQueue {
             inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+        })
+    }
+
+    fn stream(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Stream> {
+        Ok(Stream {
+            inner: StreamCore::new(&self.core, name).py_err(py)?,
         })
     }
 

@@ -6,3 +6,4 @@ pub mod convert;
 pub mod exceptions;
 pub mod rsmq;
 pub mod runtime;
+pub mod stream;

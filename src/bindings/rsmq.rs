@@ -6,9 +6,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::bindings::async_client::run_async;
-use crate::bindings::client::{op, run_sync, to_py, Arg, Core, Op};
+use crate::bindings::client::{op, prepare, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
-use crate::bindings::exceptions::IntoPy;
 use crate::errors::{Error, Result};
 use crate::protocol::rsmq::{self, Queue, Settings};
 use crate::protocol::validate::{self, py_repr};
@@ -94,9 +93,7 @@ impl RsmqCore {
         Fut: std::future::Future<Output = Result<R>> + Send + 'static,
         C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
     {
-        let (pool, checked) = self.core.pool_after(check)?;
-        let queue = self.queue.clone();
-        Ok(op(run(pool, queue, checked), convert))
+        prepare(&self.core, &self.queue, check, run, convert)
     }
 
     fn create_op(
@@ -239,11 +236,6 @@ impl RsmqCore {
 pub fn queues_op(core: &Core, ns: &Arg<'_>) -> Result<Op> {
     let (pool, ns) = core.pool_after(|| ns_arg(ns))?;
     Ok(op(async move { rsmq::queues(&pool, &ns).await }, to_py))
-}
-
-/// Sync runner of `rsmq_methods!`: waits with the GIL released.
-pub fn sync_call<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(run_sync(py, op.py_err(py)?)?.into_bound(py))
 }
 
 /// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result.

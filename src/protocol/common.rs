@@ -70,17 +70,24 @@ pub fn array(v: Value) -> Result<Vec<Value>> {
 
 /// A flat `[f1, v1, f2, v2, ...]` list (or a RESP3 map) as pairs.
 pub fn pairs(v: Value) -> Result<Fields> {
+    pairs_of(v, string)
+}
+
+/// A flat `[k1, v1, k2, v2, ...]` list (or a RESP3 map) as (name, value) pairs, each value decoded by `value`.
+pub fn pairs_of<T>(v: Value, value: impl Fn(Value) -> Result<T>) -> Result<Vec<(String, T)>> {
     match v {
-        Value::Map(items) => items.into_iter().map(|(k, v)| Ok((string(k)?, string(v)?))).collect(),
+        Value::Map(items) => items.into_iter().map(|(k, v)| Ok((string(k)?, value(v)?))).collect(),
         v => {
             let items = array(v)?;
             if items.len() % 2 != 0 {
-                return Err(Error::protocol("a message hash reply has an odd number of elements"));
+                return Err(Error::protocol(
+                    "a reply of name/value pairs has an odd number of elements",
+                ));
             }
             let mut out = Vec::with_capacity(items.len() / 2);
             let mut it = items.into_iter();
             while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                out.push((string(k)?, string(v)?));
+                out.push((string(k)?, value(v)?));
             }
             Ok(out)
         }

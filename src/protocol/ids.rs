@@ -132,6 +132,21 @@ pub fn rsmq_sent_ms(id: &str) -> f64 {
     }
 }
 
+// ---- Streams publish tokens ------------------------------------------------------------------------
+
+/// `n` publish tokens: random uuid4s in 32 lowercase hex (Python's `uuid.uuid4().hex`).
+pub fn new_tokens(n: usize) -> Vec<String> {
+    let mut rng = SmallRng::from_os_rng();
+    (0..n)
+        .map(|_| {
+            let mut b = rng.random::<[u8; 16]>();
+            b[6] = (b[6] & 0x0f) | 0x40;
+            b[8] = (b[8] & 0x3f) | 0x80;
+            b.iter().map(|x| format!("{x:02x}")).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +213,18 @@ mod tests {
         assert!(rsmq_sent_ms("gqll7vdgz").is_nan());
         assert!(rsmq_sent_ms("gqll7vdg:kAAAA").is_nan());
         assert!(rsmq_sent_ms("ééééééééééé").is_nan());
+    }
+
+    #[test]
+    fn tokens_are_uuid4_hex() {
+        let tokens = new_tokens(100);
+        for t in &tokens {
+            assert_eq!(t.len(), 32);
+            assert!(t.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            assert_eq!(&t[12..13], "4");
+            assert!(matches!(&t[16..17], "8" | "9" | "a" | "b"));
+        }
+        let unique: std::collections::HashSet<&String> = tokens.iter().collect();
+        assert_eq!(unique.len(), tokens.len());
     }
 }

@@ -183,6 +183,47 @@ impl RsmqKeys {
     }
 }
 
+// ---- Streams topics --------------------------------------------------------------------------------
+
+pub const STREAM_PREFIX: &str = "ferroq:stream:";
+/// How long a publish token's record lives, in ms (it must outlast a retry after a dropped reply).
+pub const STREAM_PUBLISH_TOKEN_MS: u64 = 120_000;
+
+/// `ferroq:stream:{name}`: the STREAM holding the entries.
+pub fn stream_key(name: &str) -> String {
+    format!("{STREAM_PREFIX}{name}")
+}
+
+/// `ferroq:stream:{name}:published:{token}`: the STRING of the ids one publish call appended.
+pub fn stream_published(name: &str, token: &str) -> String {
+    format!("{STREAM_PREFIX}{name}:published:{token}")
+}
+
+/// The keys of one stream, built once per stream object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamKeys {
+    pub name: String,
+    pub key: String,
+}
+
+impl StreamKeys {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            key: stream_key(name),
+        }
+    }
+
+    pub fn published(&self, token: &str) -> String {
+        stream_published(&self.name, token)
+    }
+
+    /// The stream key (what `stream_keys()` returns to Python).
+    pub fn all(&self) -> Vec<String> {
+        vec![self.key.clone()]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +273,14 @@ mod tests {
         assert_eq!(k.channel, "rsmq:rt:jobs");
         assert_eq!(k.all(), ["rsmq:QUEUES", "rsmq:jobs", "rsmq:jobs:Q", "rsmq:rt:jobs"]);
         assert_eq!(RsmqKeys::new("app", "q-1").hash, rsmq_hash("app", "q-1"));
+    }
+
+    #[test]
+    fn stream_keys_match_python() {
+        let k = StreamKeys::new("events");
+        assert_eq!(k.key, "ferroq:stream:events");
+        assert_eq!(k.all(), ["ferroq:stream:events"]);
+        assert_eq!(k.published("ab12"), "ferroq:stream:events:published:ab12");
+        assert_eq!(stream_published("a.b", "t"), "ferroq:stream:a.b:published:t");
     }
 }

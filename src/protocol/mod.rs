@@ -5,4 +5,5 @@ pub mod ids;
 pub mod keys;
 pub mod rfq;
 pub mod rsmq;
+pub mod streams;
 pub mod validate;

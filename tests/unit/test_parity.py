@@ -92,6 +92,22 @@ def test_native_rsmq_keys_validate(ns, qname):
         native.rsmq_keys(ns, qname)
 
 
+@pytest.mark.parametrize('name', ['a', 'events', 'ndvi.T32UNE_2024-01', 'x' * 128])
+def test_native_stream_keys_match_protocol_keys(name):
+    assert native.stream_keys(name) == [keys.stream_key(name)] == [f'ferroq:stream:{name}']
+    token = uuid.uuid4().hex
+    assert native.stream_published_key(name, token) == keys.stream_published(name, token)
+    assert keys.stream_published(name, token) == f'ferroq:stream:{name}:published:{token}'
+
+
+@pytest.mark.parametrize('name', ['', 'a:b', 'a b', 'x' * 129, 3])
+def test_native_stream_keys_validate(name):
+    with pytest.raises(ferroq.InvalidName):
+        native.stream_keys(name)
+    with pytest.raises(ferroq.InvalidName):
+        native.stream_published_key(name, 'token')
+
+
 def test_rsmq_sent_reads_the_id_time():
     assert rsmq_sent('hoffhv5l3njYWTFbRSeb8pK7HNzgE0kN') == int('hoffhv5l3n', 36) / 1000
     assert math.isnan(rsmq_sent('X:' * 16))
@@ -128,3 +144,7 @@ def test_public_api_exports():
     assert ferroq.AsyncClient is native.AsyncClient
     assert ferroq.RsmqQueue is native.RsmqQueue
     assert ferroq.AsyncRsmqQueue is native.AsyncRsmqQueue
+    for name in ('Stream', 'AsyncStream', 'ConsumerGroup', 'AsyncConsumerGroup'):
+        assert getattr(ferroq, name) is getattr(native, name)
+    for name in ('StreamEntry', 'PendingEntry', 'GroupInfo', 'StreamInfo'):
+        assert name in ferroq.__all__
