@@ -1,5 +1,5 @@
-"""The ``ferroq`` command: publish, claim, inspect and administer rfq topics and RSMQ queues (``ferroq rsmq
-...``), and run the embedded server.
+"""The ``ferroq`` command: publish, claim, inspect and administer rfq topics, RSMQ queues (``ferroq rsmq
+...``) and Streams topics (``ferroq stream ...``), and run the embedded server.
 
 Uses the native client (``ferroq.Client``) unless ``--pure`` is given. Exit status: 0 on success,
 2 for invalid input, 1 for any other error, 130 when interrupted.
@@ -18,11 +18,11 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ferroq import server
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
-from ferroq.types import Message, RsmqAttributes, RsmqMessage, TopicStats
+from ferroq.types import GroupInfo, Message, RsmqAttributes, RsmqMessage, StreamEntry, TopicStats
 
 __all__ = ['main']
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     _AnyClient = Union[ferroq.Client, ferroq.pure.Client]
     _AnyTopic = Union[ferroq.Topic, ferroq.pure.Topic]
     _AnyQueue = Union[ferroq.RsmqQueue, ferroq.pure.RsmqQueue]
+    _AnyStream = Union[ferroq.Stream, ferroq.pure.Stream]
+    _AnyGroup = Union[ferroq.ConsumerGroup, ferroq.pure.ConsumerGroup]
 
 
 def _client(args: argparse.Namespace) -> _AnyClient:
@@ -111,10 +113,11 @@ def _cmd_topics(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
-    topic = _topic(args, client)
+def _publish(args: argparse.Namespace, one: Callable[[dict[str, str]], str],
+             batch: Callable[[list[dict[str, str]]], list[str]]) -> int:  # fmt: skip
+    """publish -m (one message) or --stdin (one JSON object per line, one batch); prints the ids."""
     if not args.stdin:
-        _lines(args, [topic.publish(_message(args.message, '--message'), front=args.front)])
+        _lines(args, [one(_message(args.message, '--message'))])
         return 0
     messages, lines = [], []
     for number, line in enumerate(sys.stdin, 1):
@@ -122,12 +125,25 @@ def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
             messages.append(_message(line, f'line {number}'))
             lines.append(number)
     try:
-        ids = topic.publish_batch(messages, front=args.front)
+        ids = batch(messages)
     except BatchError as exc:
         details = '; '.join(f'line {lines[i]}: {error}' for i, error in exc.errors[:10])
         raise BatchError(f'{exc} ({details})', exc.errors) from None
     _lines(args, ids)
     return 0
+
+
+def _message_source(p: argparse.ArgumentParser) -> None:
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument('-m', '--message', help='the message, a JSON object of string (or number) fields')
+    source.add_argument('--stdin', action='store_true', help='read one JSON object per line from standard input')
+
+
+def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
+    topic = _topic(args, client)
+    return _publish(
+        args, lambda m: topic.publish(m, front=args.front), lambda ms: topic.publish_batch(ms, front=args.front)
+    )
 
 
 def _cmd_claim(args: argparse.Namespace, client: _AnyClient) -> int:
@@ -399,6 +415,219 @@ def _rsmq_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], com
     a.add_argument('id', metavar='ID', help='message id')
 
 
+# --- Streams verbs: ferroq stream <action> -----------------------------------------------------
+
+
+def _stream(args: argparse.Namespace, client: _AnyClient) -> _AnyStream:
+    return client.stream(args.stream)
+
+
+def _group(args: argparse.Namespace, client: _AnyClient) -> _AnyGroup:
+    return _stream(args, client).group(
+        args.group,
+        getattr(args, 'consumer', None),
+        max_deliveries=getattr(args, 'max_deliveries', None),
+        dead_letter=getattr(args, 'dead_letter', None),
+    )
+
+
+def _position(text: str) -> str | datetime:
+    """A stream position: an entry id, '-', '+', '$', '0', or an ISO 8601 time with its offset (Z for UTC)."""
+    if 'T' not in text:
+        return text
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not an entry id nor an ISO 8601 time: {text!r}') from None
+
+
+def _retention(args: argparse.Namespace) -> dict[str, Any]:
+    return {'maxlen': args.maxlen, 'max_age': args.max_age, 'approximate': not args.exact}
+
+
+def _entry_dict(e: StreamEntry) -> dict[str, object]:
+    return {'id': e.id, 'stream': e.stream, 'fields': e.fields, 'deliveries': e.deliveries}
+
+
+def _print_entries(entries: Sequence[StreamEntry]) -> None:
+    for e in entries:
+        _print_json(_entry_dict(e))
+
+
+def _stream_publish(args: argparse.Namespace, client: _AnyClient) -> int:
+    stream, retention = _stream(args, client), _retention(args)
+    return _publish(args, lambda m: stream.publish(m, **retention), lambda ms: stream.publish_batch(ms, **retention))
+
+
+def _stream_range(args: argparse.Namespace, client: _AnyClient) -> int:
+    _print_entries(_stream(args, client).range(args.start, args.end, count=args.count))
+    return 0
+
+
+def _stream_info(args: argparse.Namespace, client: _AnyClient) -> int:
+    i = _stream(args, client).info()
+    record = {'stream': i.name, 'length': i.length, 'first_id': i.first_id, 'last_id': i.last_id, 'groups': i.groups}
+    if args.json:
+        _print_json(record)
+    else:
+        for key, value in record.items():
+            print(f'{key}: {"-" if value is None else value}')
+    return 0
+
+
+def _group_dict(g: GroupInfo) -> dict[str, object]:
+    return {
+        'group': g.name,
+        'consumers': g.consumers,
+        'pending': g.pending,
+        'last_delivered_id': g.last_delivered_id,
+        'entries_read': g.entries_read,
+        'lag': g.lag,
+    }
+
+
+def _stream_groups(args: argparse.Namespace, client: _AnyClient) -> int:
+    records = [_group_dict(g) for g in _stream(args, client).groups()]
+    if args.json:
+        _print_json(records)
+    elif records:
+        rows = [['GROUP', 'CONSUMERS', 'PENDING', 'LAST_DELIVERED_ID', 'ENTRIES_READ', 'LAG']]
+        rows += [['-' if v is None else str(v) for v in r.values()] for r in records]
+        _table(rows)
+    return 0
+
+
+def _stream_trim(args: argparse.Namespace, client: _AnyClient) -> int:
+    n = _stream(args, client).trim(**_retention(args))
+    if args.json:
+        _print_json({'stream': args.stream, 'trimmed': n})
+    else:
+        print(f'trimmed {n} entries from {args.stream}')
+    return 0
+
+
+def _stream_delete(args: argparse.Namespace, client: _AnyClient) -> int:
+    if not args.yes:
+        raise InvalidArgument(f'delete removes the stream {args.stream!r}, its entries and its groups; add --yes')
+    if not _stream(args, client).delete():
+        raise _NotFound(f'stream {args.stream!r} not found')
+    return 0
+
+
+def _stream_create_group(args: argparse.Namespace, client: _AnyClient) -> int:
+    created = _group(args, client).create(args.start, exist_ok=not args.strict)
+    if not created:
+        print(f'{_PROG}: group {args.group!r} of {args.stream!r} exists already', file=sys.stderr)
+    return 0
+
+
+def _stream_delete_group(args: argparse.Namespace, client: _AnyClient) -> int:
+    if not _group(args, client).delete():
+        raise _NotFound(f'group {args.group!r} of stream {args.stream!r} not found')
+    return 0
+
+
+def _stream_read(args: argparse.Namespace, client: _AnyClient) -> int:
+    _print_entries(_group(args, client).read(args.count, block=args.block))
+    return 0
+
+
+def _stream_ack(args: argparse.Namespace, client: _AnyClient) -> int:
+    return _report(args, _group(args, client).ack(args.ids), 'acknowledged')
+
+
+def _stream_dead_letter(args: argparse.Namespace, client: _AnyClient) -> int:
+    return _report(args, _group(args, client).dead_letter(args.ids, error=args.error), 'dead-lettered')
+
+
+def _stream_pending(args: argparse.Namespace, client: _AnyClient) -> int:
+    group = _group(args, client)
+    entries = group.pending(args.count, consumer=args.owner, min_idle=args.min_idle)
+    records = [{'id': p.id, 'consumer': p.consumer, 'idle': p.idle, 'deliveries': p.deliveries} for p in entries]
+    if args.json:
+        _print_json(records)
+    elif records:
+        rows = [['ID', 'CONSUMER', 'IDLE', 'DELIVERIES']]
+        rows += [[p.id, p.consumer, f'{p.idle:.1f}s', str(p.deliveries)] for p in entries]
+        _table(rows)
+    return 0
+
+
+def _stream_autoclaim(args: argparse.Namespace, client: _AnyClient) -> int:
+    _print_entries(_group(args, client).autoclaim(args.min_idle, args.count, error=args.error))
+    return 0
+
+
+def _stream_seek(args: argparse.Namespace, client: _AnyClient) -> int:
+    _group(args, client).seek(args.position)
+    return 0
+
+
+def _stream_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    text = 'Streams topics: replayable topics with consumer groups (Redis Streams)'
+    p = verbs.add_parser('stream', help=text, description=text, parents=[common])
+    actions = p.add_subparsers(dest='action', metavar='ACTION', required=True)
+
+    def action(name: str, func: Callable[..., int], help: str, group: bool = False) -> argparse.ArgumentParser:
+        a = actions.add_parser(name, help=help, description=help, parents=[common])
+        a.set_defaults(func=func)
+        a.add_argument('-s', '--stream', required=True, help='stream name')
+        if group:
+            a.add_argument('-g', '--group', required=True, help='consumer group')
+            a.add_argument('-c', '--consumer', default=None, help='consumer name (default <hostname>-<pid>)')
+        return a
+
+    def retention(a: argparse.ArgumentParser, required: bool) -> None:
+        keep = a.add_mutually_exclusive_group(required=required)
+        keep.add_argument('--maxlen', type=int, default=None, help='keep about the newest N entries')
+        keep.add_argument('--max-age', type=_number, default=None, help='drop entries older than this many seconds')
+        a.add_argument('--exact', action='store_true', help='trim exactly (default: approximately, cheaper)')
+
+    a = action('publish', _stream_publish, 'append messages; prints their ids')
+    _message_source(a)
+    retention(a, required=False)
+    a = action('range', _stream_range, 'list entries by id or time, without a group (one JSON object each)')
+    a.add_argument(
+        '--start', type=_position, default='-', help="first id or ISO time ('-': the oldest; '(' + id: after it)"
+    )
+    a.add_argument('--end', type=_position, default='+', help="last id or ISO time ('+': the newest)")
+    a.add_argument('-n', '--count', type=int, default=100, help='most entries (default 100)')
+    action('info', _stream_info, 'length, first and last ids, number of groups')
+    action('groups', _stream_groups, 'the consumer groups: consumers, pending, offset, lag')
+    retention(action('trim', _stream_trim, 'drop old entries'), required=True)
+    a = action('delete', _stream_delete, 'delete the stream, its entries and its groups')
+    a.add_argument('--yes', action='store_true', help='confirm')
+
+    a = action('create-group', _stream_create_group, 'create a consumer group', group=True)
+    a.add_argument('--start', type=_position, default='$',
+                   help="where it starts reading: '$' new entries (default), '0' the beginning, an id or ISO time")  # fmt: skip
+    a.add_argument('--strict', action='store_true', help='fail if the group exists')
+    action('delete-group', _stream_delete_group, 'delete a consumer group', group=True)
+    a = action('read', _stream_read, 'read new entries for a consumer (one JSON object each)', group=True)
+    a.add_argument('-n', '--count', type=int, default=1, help='most entries (default 1)')
+    a.add_argument('--block', type=_number, default=None, help='seconds to wait for an entry (default: none)')
+    a = action('ack', _stream_ack, 'acknowledge entries; prints the ids acknowledged', group=True)
+    a.add_argument('ids', nargs='+', metavar='ID', help='entry id')
+    a = action('pending', _stream_pending, 'entries delivered and not acknowledged, with delivery counts', group=True)
+    a.add_argument('-n', '--count', type=int, default=100, help='most entries (default 100)')
+    a.add_argument('--owner', default=None, help="only this consumer's entries")
+    a.add_argument('--min-idle', type=_number, default=None, help='only entries idle this many seconds')
+    a = action('autoclaim', _stream_autoclaim, 'take over entries idle for --min-idle seconds', group=True)
+    a.add_argument('--min-idle', type=_number, required=True, help='seconds')
+    a.add_argument('-n', '--count', type=int, default=100, help='most entries (default 100)')
+    a.add_argument('--max-deliveries', type=int, default=None, help='dead-letter entries delivered this often')
+    a.add_argument('--dead-letter', default=None, help='dead-letter stream (default <stream>.dead)')
+    a.add_argument('--error', default='', help='error text recorded in dead-lettered entries')
+    a = action('dead-letter', _stream_dead_letter, 'move pending entries to the dead-letter stream', group=True)
+    a.add_argument('--dead-letter', default=None, help='dead-letter stream (default <stream>.dead)')
+    a.add_argument('--error', default='', help='error text recorded with them')
+    a.add_argument('ids', nargs='+', metavar='ID', help='entry id')
+    a = action(
+        'seek', _stream_seek, "move the group's offset: replay from an id or time, or skip to the end", group=True
+    )
+    a.add_argument('position', type=_position, help="'0' (the beginning), '$' (the end), an entry id or an ISO time")
+
+
 class CommandFailed(Exception):
     """The command of ``ferroq worker`` exited with a non-zero status (the message is retried)."""
 
@@ -501,9 +730,7 @@ def _parser() -> argparse.ArgumentParser:
     verb('topics', _cmd_topics, 'list the topics', topic=False)
 
     p = verb('publish', _cmd_publish, 'publish messages')
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument('-m', '--message', help='the message, a JSON object of string (or number) fields')
-    source.add_argument('--stdin', action='store_true', help='read one JSON object per line from standard input')
+    _message_source(p)
     p.add_argument('-f', '--front', action='store_true', help='put the messages before everything waiting')
 
     p = verb('claim', _cmd_claim, 'claim messages (one JSON object per message)')
@@ -561,6 +788,7 @@ def _parser() -> argparse.ArgumentParser:
                    help='run once per message; exit 0 commits, anything else retries')  # fmt: skip
 
     _rsmq_parser(verbs, common)
+    _stream_parser(verbs, common)
 
     p = verb('server', _cmd_server, 'manage the embedded redis-server', topic=False)
     p.add_argument('action', choices=('start', 'stop', 'status', 'url'))

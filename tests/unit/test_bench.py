@@ -129,9 +129,11 @@ def test_registry_has_the_matrix() -> None:
         assert op.family in ('rfq', 'rsmq', 'stream'), name
     assert not IMPLS['native'].pure_python and IMPLS['pure'].pure_python and IMPLS['rfq'].pure_python
     assert IMPLS['rfq'].supports('claim+commit', 1) and not IMPLS['rfq'].supports('claim+commit', 1000)
-    for impl in ('native', 'native-async', 'pure', 'pure-async'):  # ferroq's RSMQ queues and workers
+    for impl in ('native', 'native-async', 'pure', 'pure-async'):  # ferroq's RSMQ queues, streams and workers
         assert all(
-            IMPLS[impl].supports(op, b) for op in ('rsmq send', 'rsmq receive+delete', 'worker') for b in (1, 1000)
+            IMPLS[impl].supports(op, b)
+            for op in ('rsmq send', 'rsmq receive+delete', 'stream publish', 'stream read+ack', 'worker')
+            for b in (1, 1000)
         )
     assert OPERATIONS['worker'].drains and not OPERATIONS['claim+commit'].drains
 
@@ -438,7 +440,7 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     assert ('publish', 1, 'native') in cells and ('claim+commit', 10, 'pure') in cells
     assert ('rsmq send', 10, 'redis-py') in cells and ('stream read+ack', 1, 'redis-py') in cells
     assert ('rsmq send', 10, 'native') in cells and ('rsmq send', 1, 'native-async') in cells
-    assert ('stream read+ack', 1, 'native') not in cells  # only what an implementation registers
+    assert ('stream read+ack', 1, 'native') in cells and ('stream read+ack', 10, 'pure') in cells
     for row in data['rows']:
         assert row['note'] == '' and not row['partial'], row
         assert row['messages'] == 10 and row['msgs_per_s'] > 0  # 200 // 20 below batch 100

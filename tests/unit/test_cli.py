@@ -83,7 +83,7 @@ def test_password_is_not_printed(auth_server, flags, tmp_path):
 def test_help(tmp_path):
     out = run(None, '--help', cwd=tmp_path)
     assert out.returncode == 0
-    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'rsmq', 'bench', 'worker'):
+    for verb in ('publish', 'claim', 'commit', 'harvest', 'stats', 'rsmq', 'stream', 'bench', 'worker'):
         assert verb in out.stdout
 
 
@@ -131,6 +131,76 @@ def test_rsmq_bad_input_exits_2(redis_url, r, flags, tmp_path):
         assert out.returncode == 2, (args, out.stderr)
     out = run(redis_url, *flags, 'rsmq', 'receive', '-q', 'missing', cwd=tmp_path)
     assert out.returncode == 1 and 'not found' in out.stderr
+    assert r.dbsize() == 0
+
+
+def test_stream_verbs(redis_url, r, flags, tmp_path):
+    def ok(*args: str, stdin: str | None = None) -> str:
+        out = run(redis_url, *flags, *args, stdin=stdin, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def entries(text: str) -> list[dict]:
+        return [json.loads(line) for line in text.splitlines()]
+
+    s = ('-s', 'events')
+    g = (*s, '-g', 'billing', '-c', 'w1')
+    ok('stream', 'create-group', *g, '--start', '0')
+    [first] = json.loads(ok('--json', 'stream', 'publish', *s, '-m', '{"n": 1}'))
+    more = ok('stream', 'publish', *s, '--stdin', '--maxlen', '100', stdin='{"n": "2"}\n{"n": "3"}\n').split()
+    assert len(more) == 2 and r.xlen('ferroq:stream:events') == 3
+    assert [e['fields'] for e in entries(ok('stream', 'range', *s, '--start', more[0]))] == [{'n': '2'}, {'n': '3'}]
+    assert [e['id'] for e in entries(ok('stream', 'range', *s, '--start', f'({first}', '-n', '1'))] == [more[0]]
+    info = json.loads(ok('--json', 'stream', 'info', *s))
+    assert (info['length'], info['first_id'], info['last_id'], info['groups']) == (3, first, more[1], 1)
+
+    read = entries(ok('stream', 'read', *g, '-n', '2'))
+    assert [(e['id'], e['deliveries']) for e in read] == [(first, 1), (more[0], 1)]
+    [pending] = json.loads(ok('--json', 'stream', 'pending', *g, '--owner', 'w1', '-n', '1'))
+    assert (pending['id'], pending['consumer'], pending['deliveries']) == (first, 'w1', 1)
+    assert ok('stream', 'ack', *g, first).split() == [first]
+    [group] = json.loads(ok('--json', 'stream', 'groups', *s))
+    assert (group['group'], group['pending'], group['last_delivered_id']) == ('billing', 1, more[0])
+    assert ok('stream', 'groups', *s).splitlines()[0].split()[:3] == ['GROUP', 'CONSUMERS', 'PENDING']
+
+    # the entry w1 left pending goes to w2, then to the dead-letter stream once delivered twice
+    taken = entries(ok('stream', 'autoclaim', *s, '-g', 'billing', '-c', 'w2', '--min-idle', '0'))
+    assert [(e['id'], e['deliveries']) for e in taken] == [(more[0], 2)]
+    ok('stream', 'autoclaim', *g, '--min-idle', '0', '--max-deliveries', '2', '--error', 'poison')
+    [dead] = r.xrange('ferroq:stream:events.dead')
+    assert dead[1]['ferroq:id'] == more[0] and dead[1]['ferroq:error'] == 'poison'
+
+    ok('stream', 'seek', *g, '0')  # replay everything
+    assert [e['id'] for e in entries(ok('stream', 'read', *g, '-n', '10'))] == [first, *more]
+    ok('stream', 'seek', *g, '2000-01-01T00:00:00+00:00')
+    assert len(entries(ok('stream', 'read', *g, '-n', '10'))) == 3
+    out = ok('stream', 'dead-letter', *g, '--error', 'manual', more[1])
+    assert out.split() == [more[1]] and r.xlen('ferroq:stream:events.dead') == 2
+
+    assert json.loads(ok('--json', 'stream', 'trim', *s, '--maxlen', '1', '--exact')) == {
+        'stream': 'events',
+        'trimmed': 2,
+    }
+    ok('stream', 'delete-group', *g)
+    out = run(redis_url, *flags, 'stream', 'read', *g, cwd=tmp_path)
+    assert out.returncode == 1 and 'create' in out.stderr  # the group is gone: QueueNotFound
+    out = run(redis_url, *flags, 'stream', 'delete', *s, cwd=tmp_path)
+    assert out.returncode == 2 and '--yes' in out.stderr
+    ok('stream', 'delete', *s, '--yes')
+    assert r.exists('ferroq:stream:events') == 0
+
+
+def test_stream_bad_input_exits_2(redis_url, r, flags, tmp_path):
+    for args in (
+        ('stream', 'publish', '-s', 'bad:name', '-m', '{"a": "b"}'),
+        ('stream', 'publish', '-s', 'events', '-m', '{}'),
+        ('stream', 'range', '-s', 'events', '--start', 'not-an-id'),
+        ('stream', 'seek', '-s', 'events', '-g', 'g', '2026-01-01T00:00:00'),  # no offset: ambiguous
+        ('stream', 'read', '-s', 'events', '-g', 'g', '-n', '0'),
+        ('stream', 'trim', '-s', 'events'),
+    ):
+        out = run(redis_url, *flags, *args, cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stderr)
     assert r.dbsize() == 0
 
 

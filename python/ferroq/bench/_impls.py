@@ -3,9 +3,10 @@
 To benchmark a new client or operation, write a session class (``setup``/``step``/``close``, see
 ``_registry``) and add it to an :class:`Impl` here; the matrix, the table, the JSON, the targets and
 ``benches/`` pick it up. ferroq's four clients (``native``, ``native-async``, ``pure``, ``pure-async``)
-register three kinds of session: rfq topics (publish, claim+commit), RSMQ queues over ``client.rsmq(name)``
-(send, receive+delete) and the worker: ``ferroq.Worker`` (``AsyncWorker`` on the async clients) with a
-no-op handler, run in burst mode over the prefilled topic, so one step drains it (``Operation.drains``).
+register four kinds of session: rfq topics (publish, claim+commit), RSMQ queues over ``client.rsmq(name)``
+(send, receive+delete), Streams topics over ``client.stream(name)`` (publish, read+ack in group 'g') and
+the worker: ``ferroq.Worker`` (``AsyncWorker`` on the async clients) with a no-op handler, run in burst
+mode over the prefilled topic, so one step drains it (``Operation.drains``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ
 RSMQ_RECV_DELETE = register_operation(
     Operation('rsmq receive+delete', 'rsmq', 'rsmq receive+delete', 'RSMQ receiveMessage + deleteMessage (batched)')
 ).name
-STREAM_PUBLISH = register_operation(Operation('stream publish', 'stream', 'stream publish', 'XADD per message')).name
+STREAM_PUBLISH = register_operation(
+    Operation('stream publish', 'stream', 'stream publish', 'Stream publish / publish_batch (XADD per message)')
+).name
 STREAM_READ_ACK = register_operation(
     Operation('stream read+ack', 'stream', 'stream read+ack', 'XREADGROUP COUNT batch, then XACK of those ids')
 ).name
@@ -132,6 +135,7 @@ def cleanup(ctx: Context, family: str) -> None:
         ctx.admin.r.srem('rsmq:QUEUES', ctx.name)
     elif family == 'stream':
         ctx.admin.r.unlink(stream_key(ctx.name))
+        ctx.admin.sweep(stream_key(ctx.name) + ':*')  # the publish tokens' records
 
 
 # --- ferroq's clients ------------------------------------------------------------------------------------
@@ -270,6 +274,69 @@ class _AsyncRsmqSession:
             cleanup(self.ctx, 'rsmq')
 
 
+class _StreamSession:
+    """publish / read+ack on one Streams topic with a ferroq client (native or pure, sync), group 'g'."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.stream = client.stream(ctx.name)
+        self.group = self.stream.group('g', 'c')
+        self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+
+    def setup(self, n: int) -> None:
+        # the group reads what is added after it (the warm-up, then the prefill); exist_ok: setup may run again
+        self.group.create('$')
+        # one small cycle first: opens the connections and loads the scripts
+        self.group.ack(self.group.read(len(self.stream.publish_batch(self.msgs[:10]))))
+        if self.op == STREAM_READ_ACK:
+            prefill(self.ctx, 'stream', n)
+
+    def step(self, k: int) -> int:
+        if self.op == STREAM_PUBLISH:
+            if self.ctx.batch == 1:
+                self.stream.publish(self.msgs[0])
+                return 1
+            return len(self.stream.publish_batch(self.msgs[:k]))
+        return len(self.group.ack(self.group.read(k)))
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            cleanup(self.ctx, 'stream')
+
+
+class _AsyncStreamSession:
+    """The same with a ferroq asyncio client."""
+
+    def __init__(self, ctx: Context, client: Any) -> None:
+        self.ctx, self.client, self.op = ctx, client, ctx.op
+        self.stream = client.stream(ctx.name)
+        self.group = self.stream.group('g', 'c')
+        self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+
+    async def setup(self, n: int) -> None:
+        await self.group.create('$')
+        published = await self.stream.publish_batch(self.msgs[:10])
+        await self.group.ack(await self.group.read(len(published)))
+        if self.op == STREAM_READ_ACK:
+            prefill(self.ctx, 'stream', n)
+
+    async def step(self, k: int) -> int:
+        if self.op == STREAM_PUBLISH:
+            if self.ctx.batch == 1:
+                await self.stream.publish(self.msgs[0])
+                return 1
+            return len(await self.stream.publish_batch(self.msgs[:k]))
+        return len(await self.group.ack(await self.group.read(k)))
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            cleanup(self.ctx, 'stream')
+
+
 def _noop(msg: Any) -> None:
     pass
 
@@ -376,6 +443,8 @@ _SESSIONS = {  # operation: (sync session, async session) of ferroq's clients
     CLAIM_COMMIT: (_TopicSession, _AsyncTopicSession),
     RSMQ_SEND: (_RsmqSession, _AsyncRsmqSession),
     RSMQ_RECV_DELETE: (_RsmqSession, _AsyncRsmqSession),
+    STREAM_PUBLISH: (_StreamSession, _AsyncStreamSession),
+    STREAM_READ_ACK: (_StreamSession, _AsyncStreamSession),
     WORKER: (_WorkerSession, _AsyncWorkerSession),
 }
 
