@@ -66,11 +66,18 @@ class Target:
         return GroupQueue(call, call(stream.group, self.group, name, max_deliveries=self.max_deliveries))
 
     def waiting(self, r: Any) -> int:
-        """What the consumers still have to do: rfq's backlog + nextlog, a group's pending entries + lag."""
+        """What the consumers still have to do: rfq's backlog + nextlog; a group's pending and undelivered entries."""
         if self.group is None:
             return int(r.llen(f'rfq:{self.name}:backlog')) + int(r.llen(f'rfq:{self.name}:nextlog'))
-        [info] = [g for g in r.xinfo_groups(self.stream_key) if g['name'] == self.group]
-        return int(info['pending']) + int(info['lag'])
+        group = self.group_info(r)
+        # Counted rather than XINFO's lag, which Redis 6.2 does not report.
+        undelivered = len(r.xrange(self.stream_key, f'({group["last-delivered-id"]}', '+'))
+        return int(group['pending']) + undelivered
+
+    def group_info(self, r: Any) -> dict[str, Any]:
+        """The group's row of XINFO GROUPS."""
+        [group] = [g for g in r.xinfo_groups(self.stream_key) if g['name'] == self.group]
+        return dict(group)
 
     def leftover(self, r: Any) -> int:
         """What is left after the drain: every key of an rfq topic (message hashes, lists, leases); for a group

@@ -54,8 +54,8 @@ def _crashing_consumers(procs, impl, url, target, rng, batches, consumer) -> tup
 def _assert_done(r, procs, target: Target, producers: list[str]) -> None:
     """The group has nothing pending and nothing undelivered; the stream holds each published key exactly once,
     each key of a publish that raised at most once, and nothing else."""
-    [group] = r.xinfo_groups(target.stream_key)
-    assert (group['pending'], group['lag']) == (0, 0), group
+    group = target.group_info(r)
+    assert target.waiting(r) == 0 and group['pending'] == 0 and group.get('lag', 0) == 0, group
     published, attempted = set(), set()
     for e in (e for p in producers for e in procs.events(p) if e['ev'] == 'pub'):
         attempted.update(e['keys'])
