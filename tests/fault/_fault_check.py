@@ -14,7 +14,11 @@
 - **premature**: a redelivery that completed before the previous claim's lease could have run out (a
   live lease was requeued).
 - **double_claims**: two deliveries with the same delivery count (two holders of one token).
-- **leftover**: keys of the topic still in Redis after the drain.
+- **leftover**: keys of the topic still in Redis after the drain (of a Streams group: entries pending or
+  never delivered; the entries themselves stay in the stream).
+- **dead_lettered** (a Streams group with ``max_deliveries``): keys completed by going to the dead-letter
+  stream instead of an ack. A key both acknowledged and dead-lettered is a double commit; one in the
+  dead-letter stream twice, under another id or with a wrong body is unexpected.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _fault_history import Recorder, intact, read
+from _fault_history import Recorder, delivery, read
+from _fault_queues import Target
 
 
 @dataclass
@@ -56,18 +61,21 @@ class Counts:
     double_claims: int = 0
     commit_unknown: int = 0
     leftover: int = 0
+    #: None when the group has no dead-letter stream (and for rfq topics): then not in the line.
+    dead_lettered: int | None = None
     causes: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     samples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def line(self, name: str) -> str:
         causes = ','.join(f'{k}:{v}' for k, v in sorted(self.causes.items())) or '-'
+        dead = '' if self.dead_lettered is None else f' dead_lettered={self.dead_lettered}'
         return (
             f'FAULT {name}: published={self.published} indeterminate={self.indeterminate} '
             f'recovered={self.recovered} delivered={self.delivered} lost={self.lost} '
             f'unexpected={self.unexpected} duplicated={self.duplicated} double_commits={self.double_commits} '
             f'premature={self.premature} unexplained={self.unexplained} commit_unknown={self.commit_unknown} '
-            f'leftover={self.leftover} redelivered_by={causes} errors={sum(self.errors.values())}'
+            f'leftover={self.leftover}{dead} redelivered_by={causes} errors={sum(self.errors.values())}'
         )
 
     def note(self, what: str, key: str) -> None:
@@ -151,16 +159,23 @@ class _History:
 
 
 def check(
-    directory: Path, lease: float, absent: set[str] | None = None, leftover: int = 0, min_hold: float | None = None
+    directory: Path,
+    lease: float,
+    absent: set[str] | None = None,
+    leftover: int = 0,
+    min_hold: float | None = None,
+    dead: dict[str, tuple[str, bool]] | None = None,
 ) -> Counts:
-    """Count the history in ``directory``; ``absent``: None when the topic was drained empty.
+    """Count the history in ``directory``; ``absent``: None when the topic was drained empty; ``dead``: the
+    dead-letter stream, key -> (the id it had, intact) (see ``Target.dead_letters``).
 
     ``min_hold``: how long a claim surely stays leased after its recorded start (default ``lease``; less for
     consumers that record when a handler starts, after the claim: a Worker's renewals keep at least
     2/3 of the lease ahead of a held message, so ``lease / 2`` leaves room for a late renewal).
     """
     hold = lease if min_hold is None else min_hold
-    counts = Counts(leftover=leftover)
+    counts = Counts(leftover=leftover, dead_lettered=None if dead is None else 0)
+    dead = dead or {}
     by_proc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ev in read(directory):
         by_proc[ev['proc']].append(ev)
@@ -171,13 +186,19 @@ def check(
     outcome = history.outcome
     counts.published = sum(1 for v in outcome.values() if v == 'ok')
     counts.indeterminate = len(outcome) - counts.published
-    for key in outcome.keys() - history.deliveries.keys():
+    for key, (dead_id, whole) in dead.items():
+        if key not in outcome or not whole or dead_id != history.published_id.get(key, dead_id):
+            counts.unexpected += 1
+            counts.note('unexpected', key)
+        elif counts.dead_lettered is not None:
+            counts.dead_lettered += 1
+    for key in outcome.keys() - history.deliveries.keys() - dead.keys():
         if outcome[key] == 'ok':
             counts.lost += 1
             counts.note('lost', key)
     for key, ds in history.deliveries.items():
         ordered = sorted(ds, key=lambda d: (d.n, d.t1))
-        _check_key(counts, key, ordered, outcome, history.published_id, pauses, hold, absent)
+        _check_key(counts, key, ordered, outcome, history.published_id, pauses, hold, absent, key in dead)
     return counts
 
 
@@ -190,6 +211,7 @@ def _check_key(
     pauses: dict[str, list[tuple[float, float]]],
     lease: float,
     absent: set[str] | None,
+    dead: bool,
 ) -> None:
     counts.delivered += len(ds)
     if key not in outcome or any(not d.intact or d.id != published_id.get(key, d.id) for d in ds):
@@ -203,11 +225,11 @@ def _check_key(
     if len({d.n for d in ds}) != len(ds):
         counts.double_claims += 1
         counts.note('double_claims', key)
-    if sum(d.commit == 'ok' for d in ds) > 1:
+    if sum(d.commit == 'ok' for d in ds) + dead > 1:
         counts.double_commits += 1
         counts.note('double_commits', key)
     _redeliveries(counts, key, ds, pauses, lease)
-    if not any(d.commit == 'ok' for d in ds):
+    if not dead and not any(d.commit == 'ok' for d in ds):
         last = ds[-1]
         gone = absent is None or key in absent
         if last.commit in ('refused', 'error', 'sending', 'killed-sending') and gone:
@@ -246,18 +268,7 @@ def _redeliveries(
 # --- the final drain -----------------------------------------------------------------------------
 
 
-def topic_leftover(r: Any, topic: str) -> int:
-    """Keys of the topic still in Redis: message hashes, list entries and leases."""
-    hashes = sum(1 for _ in r.scan_iter(match=f'rfq:{topic}:message:*', count=1000))
-    return (
-        hashes
-        + int(r.llen(f'rfq:{topic}:backlog'))
-        + int(r.llen(f'rfq:{topic}:nextlog'))
-        + int(r.zcard(f'rfq:{topic}:leases'))
-    )
-
-
-def drain(url: str, r: Any, topic: str, directory: Path, lease: float, timeout: float = 30.0) -> int:
+def drain(url: str, r: Any, target: Target, directory: Path, lease: float, timeout: float = 30.0) -> int:
     """Claim and commit everything left (harvesting leases as they expire); returns what is still left."""
     from ferroq.pure import Client
 
@@ -265,22 +276,22 @@ def drain(url: str, r: Any, topic: str, directory: Path, lease: float, timeout: 
     record('start')
     deadline = time.monotonic() + timeout
     with Client(url, command_timeout=10.0) as client:
-        t = client.topic(topic)
+        queue = target.consumer(client, lambda fn, *args, **kwargs: fn(*args, **kwargs), 'drain')
         while time.monotonic() < deadline:
-            t.harvest(lease=lease)
             t0 = time.monotonic()
-            msgs = t.claim(count=1000, lease=60.0)
-            if msgs:
-                record(
-                    'claim', t0=t0, msgs=[[m.fields.get('k', ''), m.id, m.deliveries, intact(m.fields)] for m in msgs]
-                )
+            msgs = queue.harvest(lease)  # a Streams group's autoclaim returns what it took over
+            if not msgs:
                 t0 = time.monotonic()
-                done = t.commit(msgs)
-                record('commit', t0=t0, ids=[m.id for m in msgs], done=list(done))
+                msgs = queue.claim(1000, None, 60.0)
+            if msgs:
+                record('claim', t0=t0, msgs=[delivery(m) for m in msgs])
+                t0 = time.monotonic()
+                done = queue.commit(msgs)
+                record('commit', t0=t0, ids=[m.id for m in msgs], done=done)
                 continue
-            if r.llen(f'rfq:{topic}:backlog') + r.llen(f'rfq:{topic}:nextlog') == 0:
+            if target.waiting(r) == 0:
                 break
             time.sleep(0.1)  # claims of dead consumers: wait for their leases to run out
     record('exit')
     record.close()
-    return topic_leftover(r, topic)
+    return target.leftover(r)

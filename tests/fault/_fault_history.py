@@ -42,6 +42,11 @@ def intact(fields: dict[str, str]) -> bool:
     return bool(key) and fields.get(FIELD_CHECK) == hashlib.sha1(key.encode()).hexdigest()[:12]
 
 
+def delivery(msg: Any) -> list[Any]:
+    """A delivered message (rfq Message or StreamEntry) as a ``claim`` event lists it: key, id, deliveries, intact."""
+    return [msg.fields.get(FIELD_KEY, ''), msg.id, msg.deliveries, intact(msg.fields)]
+
+
 class Recorder:
     """Appends the events of one process to ``<directory>/<proc>.jsonl``."""
 

@@ -2,7 +2,9 @@
 
 - ``server``: a :class:`FaultServer` (AOF ``everysec``, free loopback port, temp data dir); ``r`` talks to it.
 - ``procs``: starts ``fault_driver.py`` processes (producers, consumers, workers) that write their history
-  into ``procs.history``; kills, stops and resumes them by pid; kills what is left at teardown.
+  into ``procs.history``; kills, stops and resumes them by pid (``crash_loop``), cuts their connections
+  (``client_kills``); kills what is left at teardown. They work on an rfq topic (a name) or a Streams
+  consumer group (a ``Target`` with a group).
 - ``report(name, counts)``: prints the scenario's one-line summary (``pytest -s``) and repeats every line
   in the terminal summary.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -30,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _fault_check import Counts, check, drain
 from _fault_history import Recorder
 from _fault_proxy import FaultProxy
+from _fault_queues import Target
 from _fault_server import FaultServer
 
 DRIVER = Path(__file__).parent / 'fault_driver.py'
@@ -45,9 +49,9 @@ def wait_for(what: str, predicate: Callable[[], bool], timeout: float, step: flo
     raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
 
-def pending(r: redis.Redis, topic: str) -> int:
-    """Messages waiting or claimed in the topic."""
-    return int(r.llen(f'rfq:{topic}:backlog')) + int(r.llen(f'rfq:{topic}:nextlog'))
+def pending(r: redis.Redis, topic: str | Target) -> int:
+    """Messages waiting or claimed in the topic (entries pending or undelivered in the group)."""
+    return Target.of(topic).waiting(r)
 
 
 class Procs:
@@ -62,13 +66,15 @@ class Procs:
         self.record = Recorder(self.history, 'test')
         self._logs = directory
 
-    def spawn(self, role: str, proc: str, impl: str, url: str, topic: str, **cfg: Any) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, role: str, proc: str, impl: str, url: str, topic: str | Target, **cfg: Any
+    ) -> subprocess.Popen[bytes]:
         cfg = {
             'role': role,
             'proc': proc,
             'impl': impl,
             'url': url,
-            'topic': topic,
+            **Target.of(topic).cfg(),
             'history': str(self.history),
             'stop_file': str(self.stop_file),
             'deadline': 60.0,
@@ -82,7 +88,13 @@ class Procs:
         return p
 
     def load(
-        self, impl: str, url: str, topic: str, producer: dict[str, Any], consumer: dict[str, Any], consumers: int = 2
+        self,
+        impl: str,
+        url: str,
+        topic: str | Target,
+        producer: dict[str, Any],
+        consumer: dict[str, Any],
+        consumers: int = 2,
     ) -> tuple[list[str], list[str]]:
         """Two producers and ``consumers`` consumers; returns their names."""
         names = ['p0', 'p1'], [f'c{i}' for i in range(consumers)]
@@ -93,7 +105,13 @@ class Procs:
         return names
 
     def settle(
-        self, r: redis.Redis, url: str, topic: str, producers: list[str], lease: float, min_hold: float | None = None
+        self,
+        r: redis.Redis,
+        url: str,
+        topic: str | Target,
+        producers: list[str],
+        lease: float,
+        min_hold: float | None = None,
     ) -> Counts:
         """Producers done, topic emptied by the consumers, everyone stopped, the rest drained: the counts."""
         self.wait(producers, timeout=60)
@@ -101,9 +119,13 @@ class Procs:
         self.finish()
         return self.drained(r, url, topic, lease, min_hold)
 
-    def drained(self, r: redis.Redis, url: str, topic: str, lease: float, min_hold: float | None = None) -> Counts:
+    def drained(
+        self, r: redis.Redis, url: str, topic: str | Target, lease: float, min_hold: float | None = None
+    ) -> Counts:
         """Drain what is left of the topic, then count the history (see _fault_check)."""
-        return check(self.history, lease, leftover=drain(url, r, topic, self.history, lease), min_hold=min_hold)
+        target = Target.of(topic)
+        left = drain(url, r, target, self.history, lease)
+        return check(self.history, lease, leftover=left, min_hold=min_hold, dead=target.dead_letters(r))
 
     def events(self, proc: str) -> list[dict[str, Any]]:
         path = self.history / f'{proc}.jsonl'
@@ -128,6 +150,37 @@ class Procs:
 
     def kill(self, proc: str) -> None:
         self.signal(proc, signal.SIGKILL, 'kill')
+
+    def crash_loop(
+        self, rng: random.Random, live: list[str], start: Callable[[str], object], producers: list[str], min_kills: int
+    ) -> int:
+        """SIGKILL a random one of ``live`` every 0.4-0.9 s and ``start`` a replacement (a new name), until the
+        producers are done and ``min_kills`` kills happened (12 s at most); returns the number of kills."""
+        kills = 0
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline and (
+            kills < min_kills or any(self.running[p].poll() is None for p in producers)
+        ):
+            time.sleep(rng.uniform(0.4, 0.9))
+            victim = rng.choice(live)
+            self.kill(victim)
+            kills += 1
+            live.remove(victim)
+            live.append(f'{victim.split("-")[0]}-{kills}')
+            start(live[-1])
+        return kills
+
+    def client_kills(self, r: redis.Redis, rng: random.Random, seconds: float = 4.0) -> tuple[int, int]:
+        """CLIENT KILL every normal connection but ``r``'s, every 50-200 ms for ``seconds``; returns the rounds
+        and the connections they cut."""
+        rounds = killed = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(rng.uniform(0.05, 0.2))
+            self.record('fault', kind='client-kill')
+            killed += int(r.client_kill_filter(_type='normal', skipme=True))
+            rounds += 1
+        return rounds, killed
 
     def finish(self, timeout: float = 30.0) -> None:
         """Tell the drivers to end (stop file), then check that they did."""

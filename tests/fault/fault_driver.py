@@ -3,11 +3,13 @@
 Run as ``python fault_driver.py '<json config>'``. Every loop is bounded by a count and by ``deadline``
 seconds. Roles:
 
-- ``producer``: ``batches`` calls of ``publish_batch`` of ``batch`` messages with unique keys. A failed
-  call is recorded with its keys (outcome unknown) and never repeated: a retry with new ids could
-  duplicate, and deciding that is the client's job (it retries once, insert-if-absent).
+- ``producer``: ``batches`` calls of ``publish_batch`` of ``batch`` messages with unique keys, to an rfq
+  topic or a Streams topic. A failed call is recorded with its keys (outcome unknown) and never repeated:
+  a retry with new ids could duplicate, and deciding that is the client's job (it retries once,
+  insert-if-absent on rfq, with the call's publish token on a stream).
 - ``consumer``: claim / (``work`` seconds) / commit until the stop file exists; ``harvest_every``
-  seconds it also requeues expired leases.
+  seconds it also requeues expired leases. On a Streams topic (``group`` set): read / ack, and
+  autoclaim what other consumers left pending for ``lease`` seconds (see ``_fault_queues``).
 - ``worker``: a ``ferroq.Worker`` whose handler records each message it is given.
 """
 
@@ -23,7 +25,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _fault_history import Recorder, body, intact
+from _fault_history import Recorder, body, delivery
+from _fault_queues import Target
 
 from ferroq.exceptions import FerroqError
 
@@ -70,7 +73,8 @@ def error_text(exc: BaseException) -> str:
     return f'{type(exc).__name__}: {exc}'[:300]
 
 
-def produce(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, deadline: float) -> None:
+def produce(cfg: dict[str, Any], run: Runner, target: Target, record: Recorder, deadline: float) -> None:
+    topic = target.publisher(run.client, run.call)
     backoff = Backoff(record)
     name = cfg['proc']
     for i in range(cfg['batches']):
@@ -90,7 +94,8 @@ def produce(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, dead
             time.sleep(cfg['pace'])
 
 
-def consume(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, deadline: float) -> None:
+def consume(cfg: dict[str, Any], run: Runner, target: Target, record: Recorder, deadline: float) -> None:
+    queue = target.consumer(run.client, run.call, cfg['proc'])
     backoff = Backoff(record)
     stop = Path(cfg['stop_file'])
     lease = cfg['lease']
@@ -98,39 +103,42 @@ def consume(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, dead
     for _ in range(1_000_000):
         if time.monotonic() > deadline or stop.exists():
             break
+        msgs: list[Any] = []
         if cfg.get('harvest_every') and time.monotonic() >= next_harvest:
             next_harvest = time.monotonic() + cfg['harvest_every']
+            t0 = time.monotonic()
             try:
-                run.call(topic.harvest, lease=lease)
+                msgs = queue.harvest(lease)  # a Streams group's autoclaim returns what it took over
             except FerroqError as exc:
                 record('error', op='harvest', err=error_text(exc))
-        t0 = time.monotonic()
-        try:
-            msgs = run.call(topic.claim, count=cfg['count'], block=cfg.get('block', 0.2), lease=lease)
-        except FerroqError as exc:
-            record('claim', t0=t0, err=error_text(exc))
-            backoff.failed('claim', exc)
-            continue
-        backoff.ok('claim')
+        if not msgs:
+            t0 = time.monotonic()
+            try:
+                msgs = queue.claim(cfg['count'], cfg.get('block', 0.2), lease)
+            except FerroqError as exc:
+                record('claim', t0=t0, err=error_text(exc))
+                backoff.failed('claim', exc)
+                continue
+            backoff.ok('claim')
         if not msgs:
             continue
-        record('claim', t0=t0, msgs=[[m.fields.get('k', ''), m.id, m.deliveries, intact(m.fields)] for m in msgs])
+        record('claim', t0=t0, msgs=[delivery(m) for m in msgs])
         if cfg.get('work'):
             time.sleep(cfg['work'])
         ids = [m.id for m in msgs]
         record('committing', ids=ids)  # a kill from here on may leave the commit applied but unrecorded
         t0 = time.monotonic()
         try:
-            done = run.call(topic.commit, msgs)
+            done = queue.commit(msgs)
         except FerroqError as exc:
             record('commit', t0=t0, ids=ids, err=error_text(exc))
             backoff.failed('commit', exc)
             continue
-        record('commit', t0=t0, ids=ids, done=list(done))
+        record('commit', t0=t0, ids=ids, done=done)
         backoff.ok('commit')
 
 
-def work(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, deadline: float) -> None:
+def work(cfg: dict[str, Any], run: Runner, target: Target, record: Recorder, deadline: float) -> None:
     """A ``ferroq.Worker``: the handler records each message it gets; the Worker commits when it returns.
 
     The Worker's commit replies are internal, so a handled message is recorded as ``committing``.
@@ -141,7 +149,7 @@ def work(cfg: dict[str, Any], run: Runner, topic: Any, record: Recorder, deadlin
 
     def handle(msg: Any) -> None:
         t0 = time.monotonic()
-        record('claim', t0=t0, msgs=[[msg.fields.get('k', ''), msg.id, msg.deliveries, intact(msg.fields)]])
+        record('claim', t0=t0, msgs=[delivery(msg)])
         if cfg.get('work'):
             time.sleep(cfg['work'])
         record('committing', ids=[msg.id])
@@ -166,8 +174,7 @@ def main() -> None:
     record('start', pid=os.getpid(), role=cfg['role'], impl=cfg['impl'])
     deadline = time.monotonic() + cfg['deadline']
     run = Runner(cfg['impl'], cfg['url'], cfg.get('options', {}))
-    topic = run.call(run.client.topic, cfg['topic'])
-    ROLES[cfg['role']](cfg, run, topic, record, deadline)
+    ROLES[cfg['role']](cfg, run, Target.from_cfg(cfg), record, deadline)
     run.call(run.client.close)
     if run.loop is not None:
         run.loop.close()

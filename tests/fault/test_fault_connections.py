@@ -13,7 +13,7 @@ import time
 
 import pytest
 import redis
-from _fault_history import body, intact
+from _fault_history import body, delivery
 from _fault_proxy import KINDS as FAULTS
 
 from _adapters import KINDS, new_client
@@ -30,14 +30,7 @@ def test_client_kill_under_load(impl, server, r, procs, report):
     topic = 'ck'
     producers, _ = procs.load(impl, server.url, topic, {'batches': 40, 'batch': 25, 'pace': 0.03}, CONSUMER)
     wait_for('the drivers to connect', lambda: len(r.client_list(_type='normal')) > 4, timeout=20)
-    rng = random.Random(f'client-kill-{impl}')
-    kills = killed = 0
-    deadline = time.monotonic() + 4.0
-    while time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.05, 0.2))
-        procs.record('fault', kind='client-kill')
-        killed += int(r.client_kill_filter(_type='normal', skipme=True))
-        kills += 1
+    kills, killed = procs.client_kills(r, random.Random(f'client-kill-{impl}'))
     counts = procs.settle(r, server.url, topic, producers, LEASE)
     report(f'client-kill[{impl}]', counts)
     counts.assert_targets({'unrecorded', 'expired'})
@@ -96,7 +89,7 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
 
         t0 = time.monotonic()
         msgs = t.claim(count=BATCH, lease=60.0)
-        procs.record('claim', t0=t0, msgs=[[m.fields['k'], m.id, m.deliveries, intact(m.fields)] for m in msgs])
+        procs.record('claim', t0=t0, msgs=[delivery(m) for m in msgs])
         assert len(msgs) == BATCH
         proxy.arm(fault, _script_sha('rfq/commit-3n'))
         t0 = time.monotonic()

@@ -19,24 +19,6 @@ from conftest import pending, wait_for
 LEASE = 1.5
 
 
-def _crash_loop(procs, rng, live: list[str], start, producers: list[str], min_kills: int) -> int:
-    """SIGKILL a random one of ``live`` every 0.4-0.9 s and ``start`` a replacement, until the producers are
-    done and ``min_kills`` kills happened (12 s at most); returns the number of kills."""
-    kills = 0
-    deadline = time.monotonic() + 12
-    while time.monotonic() < deadline and (
-        kills < min_kills or any(procs.running[p].poll() is None for p in producers)
-    ):
-        time.sleep(rng.uniform(0.4, 0.9))
-        victim = rng.choice(live)
-        procs.kill(victim)
-        kills += 1
-        live.remove(victim)
-        live.append(f'{victim.split("-")[0]}-{kills}')
-        start(live[-1])
-    return kills
-
-
 @pytest.mark.parametrize('impl', ['native', 'native-async', 'pure', 'pure-async'])
 def test_kill_consumers(impl, server, r, procs, report):
     topic, count = 'kc', 10
@@ -51,7 +33,7 @@ def test_kill_consumers(impl, server, r, procs, report):
     live = [f'c{i}' for i in range(3)]
     for name in live:
         consumer(name)
-    kills = _crash_loop(procs, rng, live, consumer, producers, min_kills=6)
+    kills = procs.crash_loop(rng, live, consumer, producers, min_kills=6)
     counts = procs.settle(r, server.url, topic, producers, LEASE)
     report(f'kill-consumers[{impl}]', counts)
     counts.assert_targets({'kill', 'unrecorded'})
@@ -78,7 +60,7 @@ def test_kill_workers(impl, server, r, procs, report):
     live = ['w0', 'w1']
     for name in live:
         worker(name)
-    kills = _crash_loop(procs, rng, live, worker, producers, min_kills=5)
+    kills = procs.crash_loop(rng, live, worker, producers, min_kills=5)
     # A Worker records a delivery when its handler starts, up to lease / 3 after the last renewal.
     counts = procs.settle(r, server.url, topic, producers, LEASE, min_hold=LEASE / 2)
     report(f'kill-workers[{impl}]', counts)

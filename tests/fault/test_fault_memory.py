@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from _fault_check import topic_leftover
-from _fault_history import body, intact
+from _fault_history import body, delivery
+from _fault_queues import Target
 
 from _adapters import KINDS, new_client
 from ferroq.exceptions import OutOfMemory
@@ -63,11 +63,11 @@ def test_out_of_memory_is_typed_atomic_and_drains(impl, server, r, procs, loop_t
         while r.llen(f'rfq:{topic}:backlog') and time.monotonic() < deadline:
             t0 = time.monotonic()
             msgs = t.claim(count=100, lease=60.0)
-            procs.record('claim', t0=t0, msgs=[[m.fields['k'], m.id, m.deliveries, intact(m.fields)] for m in msgs])
+            procs.record('claim', t0=t0, msgs=[delivery(m) for m in msgs])
             t0 = time.monotonic()
             done = t.commit(msgs)
             procs.record('commit', t0=t0, ids=[m.id for m in msgs], done=list(done))
-        assert topic_leftover(r, topic) == 0
+        assert Target(topic).leftover(r) == 0
     finally:
         r.config_set('maxmemory', '0')
         client.close()
