@@ -111,3 +111,42 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
     report(f'mid-batch-{fault}[{impl}]', counts)
     counts.assert_targets(set())
     assert counts.duplicated == 0 and counts.published == BATCH
+
+
+@pytest.mark.parametrize('impl', ['native-async', 'pure-async'])
+def test_idle_connection_closed_while_the_loop_is_stopped(impl, server, r):
+    """The server closes the client's idle pooled connections while its event loop does not run (one
+    run_until_complete per call, as a program that is not async elsewhere does): the next call must take a
+    fresh connection, not fail on the dead one; ack is never resent, so a failure would reach the caller."""
+    import asyncio
+
+    from _adapters import client_class
+
+    loop = asyncio.new_event_loop()
+
+    def run(fn, *args):
+        async def call():  # the native async client makes its future inside the running loop
+            return await fn(*args)
+
+        return loop.run_until_complete(call())
+
+    try:
+        client = run(_make, client_class(impl), server.url)
+        stream = client.stream('idle')
+        group = stream.group('g', 'c1')
+        run(group.create, '0')
+        run(stream.publish_batch, [{'n': str(i)} for i in range(4)])
+        entries = run(group.read, 4)
+        acked = []
+        for entry in entries:
+            assert r.client_kill_filter(_type='normal', skipme=True) >= 1
+            time.sleep(0.05)  # the FIN arrives while the loop is stopped
+            acked += run(group.ack, [entry])
+        assert acked == [e.id for e in entries] and len(acked) == 4
+        run(client.close)
+    finally:
+        loop.close()
+
+
+async def _make(cls, url):
+    return cls(url)

@@ -124,6 +124,11 @@ class AsyncClient:
             raise ConnectionFailed(_ops.CLOSED)
         if self._pid != os.getpid():
             self._open()  # a forked child: never share the parent's sockets
+        # One turn of the event loop before taking a connection: redis-py's health check before reuse sees that
+        # the server closed an idle pooled connection only once the loop has handled that EOF. When the loop
+        # does not run between calls (run_until_complete per call, a handler blocking it), the command would go
+        # out on the dead socket and fail, and a call that is never resent (ack, read) would reach the caller.
+        await asyncio.sleep(0)
         try:
             if isinstance(request, _ops.Subscribe):
                 pubsub = aredis.client.PubSub(self._blocking_pool)
