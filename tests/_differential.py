@@ -13,6 +13,16 @@ from _adapters import LoopThread, new_client
 Scenario = Callable[[Any, redis.Redis], tuple[list[str], list[Any]]]
 
 
+def containers(value: Any, index: dict[str, str], normalize: Callable[[Any, dict[str, str]], Any]) -> Any:
+    """The part of every test's ``normalize`` that is not about its own types: lists and tuples become lists
+    of normalised items, dicts have their keys and values normalised; anything else is returned as it is."""
+    if isinstance(value, (list, tuple)):
+        return [normalize(v, index) for v in value]
+    if isinstance(value, dict):
+        return {normalize(k, index): normalize(v, index) for k, v in value.items()}
+    return value
+
+
 def run_scenario(
     kind: str,
     url: str,

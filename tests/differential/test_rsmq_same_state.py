@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from _adapters import KINDS, LoopThread
-from _differential import run_scenario
+from _differential import containers, run_scenario
 from ferroq.types import RsmqAttributes, RsmqMessage
 
 ID_RE = re.compile(r'[0-9a-z]{10}[A-Za-z0-9]{22}')
@@ -71,11 +71,7 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
         # hiddenmsgs is left out: RSMQ counts from the start of the current second, which may have just turned.
         return ('RsmqAttributes', value.vt, value.delay, value.maxsize, value.totalrecv, value.totalsent, value.msgs,
                 value.max_receives, value.dead_letter)  # fmt: skip
-    if isinstance(value, (list, tuple)):
-        return [normalize(v, index) for v in value]
-    if isinstance(value, dict):
-        return {normalize(k, index): normalize(v, index) for k, v in value.items()}
-    return value
+    return containers(value, index, normalize)
 
 
 def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:

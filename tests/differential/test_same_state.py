@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from _adapters import KINDS, LoopThread
-from _differential import run_scenario
+from _differential import containers, run_scenario
 from ferroq.types import InspectEntry, Message, TopicStats
 
 ID_RE = re.compile(r'[0-9a-f]{32}')
@@ -90,11 +90,7 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
         )
     if isinstance(value, TopicStats):
         return ('TopicStats', value.topic, value.backlog, value.nextlog, value.leased, value.expired, value.delayed)
-    if isinstance(value, (list, tuple)):
-        return [normalize(v, index) for v in value]
-    if isinstance(value, dict):
-        return {normalize(k, index): normalize(v, index) for k, v in value.items()}
-    return value
+    return containers(value, index, normalize)
 
 
 def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:

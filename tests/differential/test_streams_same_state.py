@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from _adapters import KINDS, LoopThread
-from _differential import run_scenario
+from _differential import containers, run_scenario
 from ferroq.types import GroupInfo, PendingEntry, StreamEntry, StreamInfo
 
 ID_RE = re.compile(r'\b\d+-\d+\b')
@@ -70,11 +70,7 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
         return ('PendingEntry', normalize(value.id, index), value.consumer, value.deliveries)  # idle: timing
     if isinstance(value, (GroupInfo, StreamInfo)):
         return (type(value).__name__, *normalize(list(astuple(value)), index))
-    if isinstance(value, (list, tuple)):
-        return [normalize(v, index) for v in value]
-    if isinstance(value, dict):
-        return {normalize(k, index): normalize(v, index) for k, v in value.items()}
-    return value
+    return containers(value, index, normalize)
 
 
 def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
