@@ -120,6 +120,8 @@ class Client:
         Raises:
             InvalidName: ``name`` does not match ``[A-Za-z0-9_.-]{1,128}``.
         """
+    def streams(self) -> list[str]:
+        """Every Streams topic (a STREAM under ``ferroq:stream:``, dead-letter streams included), sorted; SCAN."""
     def claim(
         self,
         topics: Sequence[str],
@@ -256,6 +258,7 @@ class AsyncClient:
     def rsmq(self, qname: str, ns: str = 'rsmq', *, realtime: bool = False) -> AsyncRsmqQueue: ...
     async def rsmq_queues(self, ns: str = 'rsmq') -> list[str]: ...
     def stream(self, name: str) -> AsyncStream: ...
+    async def streams(self) -> list[str]: ...
     async def claim(
         self,
         topics: Sequence[str],

@@ -454,6 +454,11 @@ def _print_entries(entries: Sequence[StreamEntry]) -> None:
         _print_json(_entry_dict(e))
 
 
+def _stream_list(args: argparse.Namespace, client: _AnyClient) -> int:
+    _lines(args, client.streams())
+    return 0
+
+
 def _stream_publish(args: argparse.Namespace, client: _AnyClient) -> int:
     stream, retention = _stream(args, client), _retention(args)
     return _publish(args, lambda m: stream.publish(m, **retention), lambda ms: stream.publish_batch(ms, **retention))
@@ -568,10 +573,13 @@ def _stream_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], c
     p = verbs.add_parser('stream', help=text, description=text, parents=[common])
     actions = p.add_subparsers(dest='action', metavar='ACTION', required=True)
 
-    def action(name: str, func: Callable[..., int], help: str, group: bool = False) -> argparse.ArgumentParser:
+    def action(
+        name: str, func: Callable[..., int], help: str, group: bool = False, stream: bool = True
+    ) -> argparse.ArgumentParser:
         a = actions.add_parser(name, help=help, description=help, parents=[common])
         a.set_defaults(func=func)
-        a.add_argument('-s', '--stream', required=True, help='stream name')
+        if stream:
+            a.add_argument('-s', '--stream', required=True, help='stream name')
         if group:
             a.add_argument('-g', '--group', required=True, help='consumer group')
             a.add_argument('-c', '--consumer', default=None, help='consumer name (default <hostname>-<pid>)')
@@ -583,6 +591,7 @@ def _stream_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], c
         keep.add_argument('--max-age', type=_number, default=None, help='drop entries older than this many seconds')
         a.add_argument('--exact', action='store_true', help='trim exactly (default: approximately, cheaper)')
 
+    action('list', _stream_list, 'list the streams (dead-letter streams included)', stream=False)
     a = action('publish', _stream_publish, 'append messages; prints their ids')
     _message_source(a)
     retention(a, required=False)

@@ -302,6 +302,10 @@ impl AsyncClient {
         run_async(py, self.core.topics_op())
     }
 
+    fn streams<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        run_async(py, self.core.streams_op())
+    }
+
     #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
     fn rsmq(
         &self,

@@ -20,6 +20,7 @@ use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::keys::{Queue, TopicKeys};
 use crate::protocol::rfq::{self, Fields};
+use crate::protocol::streams;
 
 /// An optional argument that tells "not given" from an explicit None (which is refused for most).
 pub struct Arg<'py>(pub Option<Bound<'py, PyAny>>);
@@ -237,6 +238,11 @@ impl Core {
     pub fn topics_op(&self) -> Result<Op> {
         let pool = self.pool()?;
         Ok(op(async move { rfq::topics(&pool).await }, to_py))
+    }
+
+    pub fn streams_op(&self) -> Result<Op> {
+        let pool = self.pool()?;
+        Ok(op(async move { streams::streams(&pool).await }, to_py))
     }
 
     pub fn ping_op(&self) -> Result<Op> {
@@ -667,6 +673,10 @@ impl Client {
 
     fn topics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run_sync(py, self.core.topics_op().py_err(py)?)
+    }
+
+    fn streams(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run_sync(py, self.core.streams_op().py_err(py)?)
     }
 
     #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]

@@ -162,6 +162,35 @@ pub fn packed(cmd: &Cmd) -> Vec<String> {
         .collect()
 }
 
+/// Every key matching `pattern` of Redis type `kind`, in SCAN order (never KEYS, which blocks Redis).
+pub async fn scan_keys(pool: &Pool, pattern: &str, kind: &str) -> Result<Vec<String>> {
+    pool.run(true, |mut conn| async move {
+        let mut keys = Vec::new();
+        let mut cursor = "0".to_string();
+        // Bounded: a full SCAN ends when the cursor is back at 0.
+        for _ in 0..10_000_000 {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(&cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .arg("TYPE")
+                .arg(kind);
+            let [next, found] = take::<2>(pool.query(&mut conn, &cmd).await?, "SCAN reply")?;
+            for key in array(found)? {
+                keys.push(string(key)?);
+            }
+            cursor = string(next)?;
+            if cursor == "0" {
+                break;
+            }
+        }
+        Ok(keys)
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

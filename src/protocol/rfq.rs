@@ -11,7 +11,9 @@ use redis::{Cmd, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
-use crate::protocol::common::{array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, string, take};
+use crate::protocol::common::{
+    array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take,
+};
 use crate::protocol::ids;
 use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys};
 use crate::scripts::{self, Id};
@@ -456,36 +458,15 @@ pub async fn purge(pool: &Pool, topic: &TopicKeys, queue: Queue) -> Result<i64> 
 
 /// Every topic with a backlog or nextlog, sorted (SCAN, never KEYS).
 pub async fn topics(pool: &Pool) -> Result<Vec<String>> {
-    pool.run(true, |mut conn| async move {
-        let mut names = std::collections::BTreeSet::new();
-        for pattern in ["rfq:*:backlog", "rfq:*:nextlog"] {
-            let mut cursor = "0".to_string();
-            // Bounded: a full SCAN ends when the cursor is back at 0.
-            for _ in 0..10_000_000 {
-                let mut cmd = redis::cmd("SCAN");
-                cmd.arg(&cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .arg("TYPE")
-                    .arg("list");
-                let [next, keys] = take::<2>(pool.query(&mut conn, &cmd).await?, "SCAN reply")?;
-                for key in array(keys)? {
-                    let key = string(key)?;
-                    if let Some(name) = topic_of_list_key(&key) {
-                        names.insert(name.to_string());
-                    }
-                }
-                cursor = string(next)?;
-                if cursor == "0" {
-                    break;
-                }
+    let mut names = std::collections::BTreeSet::new();
+    for pattern in ["rfq:*:backlog", "rfq:*:nextlog"] {
+        for key in scan_keys(pool, pattern, "list").await? {
+            if let Some(name) = topic_of_list_key(&key) {
+                names.insert(name.to_string());
             }
         }
-        Ok(names.into_iter().collect())
-    })
-    .await
+    }
+    Ok(names.into_iter().collect())
 }
 
 pub async fn ping(pool: &Pool) -> Result<bool> {

@@ -11,11 +11,13 @@ use redis::{Cmd, Value};
 
 use crate::errors::{Error, ErrorKind, Result};
 use crate::pool::Pool;
-use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pairs, pairs_of, pipelines, string, take};
+use crate::protocol::common::{
+    array, eval_all, eval_one, int, opt_string, pairs, pairs_of, pipelines, scan_keys, string, take,
+};
 use crate::protocol::ids;
-use crate::protocol::keys::{StreamKeys, STREAM_PUBLISH_TOKEN_MS};
+use crate::protocol::keys::{StreamKeys, STREAM_PREFIX, STREAM_PUBLISH_TOKEN_MS};
 use crate::protocol::rfq::Fields;
-use crate::protocol::validate::{py_repr, MAX_GROUP_CHARS};
+use crate::protocol::validate::{is_topic_name, py_repr, MAX_GROUP_CHARS};
 use crate::scripts::{self, Id};
 
 /// The error recorded on entries autoclaim dead-letters when the caller gives none.
@@ -500,6 +502,22 @@ fn read_cmd(g: &Group, count: usize, block_ms: Option<u64>) -> Cmd {
     }
     c.arg("STREAMS").arg(&g.stream.key).arg(">");
     c
+}
+
+/// Every stream of ferroq's (a STREAM key under `ferroq:stream:` with a valid name), sorted; SCAN, never KEYS.
+pub async fn streams(pool: &Pool) -> Result<Vec<String>> {
+    let mut names: Vec<String> = scan_keys(pool, &format!("{STREAM_PREFIX}*"), "stream")
+        .await?
+        .into_iter()
+        .filter_map(|key| {
+            key.strip_prefix(STREAM_PREFIX)
+                .filter(|n| is_topic_name(n))
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 /// XREADGROUP ... STREAMS key >: up to `count` new entries (deliveries 1). With `block`, waits up to that

@@ -486,3 +486,14 @@ def test_group_info_and_delete(fixed, r):
     assert fixed.groups() == []
     assert g.delete() is False
     assert r.xlen(KEY) == 4
+
+
+def test_streams_lists_every_stream_sorted(client, r):
+    assert client.streams() == []
+    client.stream('b').publish({'x': '1'})  # also leaves its publish token's record, a STRING under the prefix
+    client.stream('a.dead').publish({'x': '1'})
+    client.stream('c').group('g').create()  # MKSTREAM: an empty stream is listed too
+    r.set('ferroq:stream:x', 'not a stream')
+    r.xadd('ferroq:stream:bad:name', {'x': '1'})  # not a stream name: not one of ferroq's
+    r.xadd('other:stream', {'x': '1'})
+    assert client.streams() == ['a.dead', 'b', 'c']

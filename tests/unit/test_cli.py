@@ -151,6 +151,7 @@ def test_stream_verbs(redis_url, r, flags, tmp_path):
     assert len(more) == 2 and r.xlen('ferroq:stream:events') == 3
     assert [e['fields'] for e in entries(ok('stream', 'range', *s, '--start', more[0]))] == [{'n': '2'}, {'n': '3'}]
     assert [e['id'] for e in entries(ok('stream', 'range', *s, '--start', f'({first}', '-n', '1'))] == [more[0]]
+    assert json.loads(ok('--json', 'stream', 'list')) == ['events']
     info = json.loads(ok('--json', 'stream', 'info', *s))
     assert (info['length'], info['first_id'], info['last_id'], info['groups']) == (3, first, more[1], 1)
 

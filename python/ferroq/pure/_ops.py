@@ -647,20 +647,28 @@ def ping(ctx: Settings) -> Plan[bool]:
     return True
 
 
+def scan_keys(ctx: Settings, pattern: str, kind: str) -> Plan[list[str]]:
+    """Every key matching ``pattern`` of Redis type ``kind``, in SCAN order (never KEYS, which blocks Redis)."""
+    found: list[str] = []
+    cursor = '0'
+    for _ in range(10_000_000):  # a bound; SCAN ends long before on any real keyspace
+        reply = (yield from send(ctx, [('SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000', 'TYPE', kind)]))[0]
+        try:
+            cursor = str(reply[0])
+            found += [str(key) for key in reply[1]]
+        except (TypeError, IndexError, KeyError):
+            raise reply_error(ctx, 'SCAN', reply) from None
+        if cursor == '0':
+            break
+    return found
+
+
 def topics(ctx: Settings) -> Plan[list[str]]:
     """Every topic with a backlog or nextlog (SCAN, never KEYS)."""
     names: set[str] = set()
     for pattern in (keys.rfq_backlog('*'), keys.rfq_nextlog('*')):
-        cursor = '0'
-        for _ in range(10_000_000):  # a bound; SCAN ends long before on any real keyspace
-            reply = (yield from send(ctx, [('SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000', 'TYPE', 'list')]))[0]
-            try:
-                cursor = str(reply[0])
-                names.update(key[len(keys.RFQ_PREFIX) : -len(':backlog')] for key in reply[1])
-            except (TypeError, IndexError, KeyError):
-                raise reply_error(ctx, 'SCAN', reply) from None
-            if cursor == '0':
-                break
+        for key in (yield from scan_keys(ctx, pattern, 'list')):
+            names.add(key[len(keys.RFQ_PREFIX) : -len(':backlog')])
     return sorted(names)
 
 

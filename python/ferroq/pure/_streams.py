@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 from ferroq.exceptions import InvalidArgument, InvalidName, QueueExists, QueueNotFound, ServerError
 from ferroq.protocol import keys
 from ferroq.pure._ops import (
+    _TOPIC_RE,
     MAX_SECONDS,
     Block,
     Plan,
@@ -39,6 +40,7 @@ from ferroq.pure._ops import (
     check_topic,
     map_error,
     reply_error,
+    scan_keys,
     script,
     send,
 )
@@ -299,6 +301,13 @@ def _publish(ctx: Settings, stream: StreamRef, items: list[list[str]], retention
     if len(ids) != len(items):
         raise reply_error(ctx, 'streams/publish-2', ids)
     return ids
+
+
+def streams(ctx: Settings) -> Plan[list[str]]:
+    """Client.streams: every STREAM key under the prefix whose name is a valid stream name, sorted."""
+    found = yield from scan_keys(ctx, keys.stream_key('*'), 'stream')
+    names = {key[len(keys.STREAM_PREFIX) :] for key in found}
+    return sorted(name for name in names if _TOPIC_RE.fullmatch(name))
 
 
 def length(ctx: Settings, stream: StreamRef) -> Plan[int]:

@@ -202,6 +202,9 @@ class AsyncClient:
         """A Streams topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
         return AsyncStream(self, _streams.stream_ref(name))
 
+    async def streams(self) -> list[str]:
+        return await self._run(_streams.streams(self._ctx))
+
     async def claim(
         self,
         topics: Sequence[str],

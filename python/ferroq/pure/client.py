@@ -204,6 +204,10 @@ class Client:
         """A Streams topic. Raises InvalidName unless ``name`` matches ``[A-Za-z0-9_.-]{1,128}``."""
         return Stream(self, _streams.stream_ref(name))
 
+    def streams(self) -> list[str]:
+        """Every Streams topic (dead-letter streams included), sorted; found with SCAN, never KEYS."""
+        return self._run(_streams.streams(self._ctx))
+
     def claim(
         self,
         topics: Sequence[str],
