@@ -53,17 +53,19 @@ pub fn is_topic_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
+/// The error of a bad topic or stream name (`what`: "topic" or "stream"; both follow the topic rule).
+fn name_error(what: &str, repr: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidName,
+        format!("invalid {what} name {repr}: use 1-128 characters from A-Z a-z 0-9 _ . -"),
+    )
+}
+
 pub fn topic_name(name: &str) -> Result<()> {
     if is_topic_name(name) {
         return Ok(());
     }
-    Err(Error::new(
-        ErrorKind::InvalidName,
-        format!(
-            "invalid topic name {}: use 1-128 characters from A-Z a-z 0-9 _ . -",
-            py_repr(name)
-        ),
-    ))
+    Err(name_error("topic", &py_repr(name)))
 }
 
 /// `count` as given (None when it is not an int, or is a bool); `repr` is Python's repr of the value.
@@ -136,17 +138,24 @@ pub fn delay_ms(value: Option<f64>, repr: &str) -> Result<u64> {
     }
 }
 
-/// The dead-letter topic of `topic`: `to`, or `<topic>.dead`; never the topic itself.
-pub fn dead_topic(topic: &str, to: Option<&str>) -> Result<String> {
-    let name = to.map_or_else(|| format!("{topic}.dead"), str::to_string);
-    topic_name(&name)?;
-    if name == topic {
+/// The dead-letter topic or stream (`what`) of `of`: `to`, or `<of>.dead`; a valid name, never `of` itself.
+fn dead_of(what: &str, of: &str, to: Option<&str>) -> Result<String> {
+    let name = to.map_or_else(|| format!("{of}.dead"), str::to_string);
+    if !is_topic_name(&name) {
+        return Err(name_error(what, &py_repr(&name)));
+    }
+    if name == of {
         return Err(Error::invalid(format!(
-            "a dead-letter topic must differ from the topic itself, got {}",
+            "a dead-letter {what} must differ from the {what} itself, got {}",
             py_repr(&name)
         )));
     }
     Ok(name)
+}
+
+/// The dead-letter topic of `topic`: `to`, or `<topic>.dead`; never the topic itself.
+pub fn dead_topic(topic: &str, to: Option<&str>) -> Result<String> {
+    dead_of("topic", topic, to)
 }
 
 pub fn queue(name: &str) -> Result<Queue> {
@@ -383,10 +392,7 @@ const MAX_ID_PART_DIGITS: usize = 20;
 
 /// The error for a bad stream name; `repr` is how Python shows the value.
 pub fn stream_name_error(repr: &str) -> Error {
-    Error::new(
-        ErrorKind::InvalidName,
-        format!("invalid stream name {repr}: use 1-128 characters from A-Z a-z 0-9 _ . -"),
-    )
+    name_error("stream", repr)
 }
 
 pub fn stream_name(name: &str) -> Result<()> {
@@ -438,15 +444,7 @@ pub fn max_deliveries(value: Option<i64>, repr: &str) -> Result<i64> {
 
 /// The dead-letter stream of `stream`: `to`, or `<stream>.dead`; never the stream itself.
 pub fn dead_stream(stream: &str, to: Option<&str>) -> Result<String> {
-    let name = to.map_or_else(|| format!("{stream}.dead"), str::to_string);
-    stream_name(&name)?;
-    if name == stream {
-        return Err(Error::invalid(format!(
-            "a dead-letter stream must differ from the stream itself, got {}",
-            py_repr(&name)
-        )));
-    }
-    Ok(name)
+    dead_of("stream", stream, to)
 }
 
 /// `maxlen` of a retention: an int >= 0.

@@ -336,7 +336,7 @@ def trim(ctx: Settings, stream: StreamRef, maxlen: int | None, max_age: float | 
 
 def info(ctx: Settings, stream: StreamRef) -> Plan[StreamInfo]:
     try:
-        size, reply = yield from send(ctx, [('XLEN', stream.key), ('XINFO', 'STREAM', stream.key)], retry_drop=True)
+        reply = (yield from send(ctx, [('XINFO', 'STREAM', stream.key)], retry_drop=True))[0]
     except ServerError as exc:
         if not _is_missing(exc):
             raise
@@ -346,7 +346,7 @@ def info(ctx: Settings, stream: StreamRef) -> Plan[StreamInfo]:
         first, last = fields['first-entry'], fields['last-entry']
         return StreamInfo(
             stream.name,
-            int(size),
+            int(fields['length']),
             None if first is None else str(first[0]),
             None if last is None else str(last[0]),
             int(fields['groups']),
