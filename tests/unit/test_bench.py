@@ -626,15 +626,20 @@ def test_main_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
 def test_noisy_cell_is_measured_again(redis_url: str) -> None:
     # a busy loop makes every measurement noisy (over 20% of a core used by another process)
     busy = subprocess.Popen(
-        [sys.executable, '-c', 'import time\nend = time.time() + 60\nwhile time.time() < end: pass']
+        [sys.executable, '-c', 'import time\nend = time.time() + 60\nprint(flush=True)\nwhile time.time() < end: pass'],
+        stdout=subprocess.PIPE,
     )
     try:
+        # Spinning before the measurement starts: it lasts milliseconds, less than the interpreter takes to start.
+        assert busy.stdout is not None and busy.stdout.readline() == b'\n'
         cfg = tiny(
             redis_url,
             impls=('native',),
             ops=('publish',),
             batches=(1,),
             messages=4000,
+            # 200 single publishes of 100 kB: long enough (tens of ms) for /proc/stat's 10 ms ticks to see the loop
+            size=100_000,
             noise_retries=1,
             ceiling=False,
             latency=False,
