@@ -43,7 +43,8 @@ def test_redis_kill9_and_restart(impl, server, r, procs, report):
         return sum(1 for p in producers for e in procs.events(p) if e['ev'] == 'pub' and 'ids' in e)
 
     wait_for('publishes before the crash', lambda: published() >= 30, timeout=20)
-    procs.record('fault', kind='server-kill')
+    # everysec may answer writes it has not written yet (a postponed AOF write): those can be lost
+    procs.record('fault', kind='server-kill', lossy=server.fsync != 'always')
     server.kill9()
     time.sleep(0.5)
     # Replaying the AOF takes ~1 s (a delay per key), and Redis answers LOADING meanwhile.
@@ -64,8 +65,9 @@ def test_redis_kill9_and_restart(impl, server, r, procs, report):
         counts,
         f'loading_replies={loading_replies} reconnected_within={max(delays, default=0):.2f}s',
     )
-    # In flight at the crash: claims whose reply was lost, commits that failed with the connection.
-    counts.assert_targets({'unrecorded', 'expired'})
+    # In flight at the crash: claims whose reply was lost, commits that failed with the connection; with
+    # everysec also claims acknowledged but lost with the unwritten AOF tail ('crash': redelivered at once).
+    counts.assert_targets({'unrecorded', 'expired'} | ({'crash'} if server.fsync != 'always' else set()))
     assert loading_replies > 0, 'the clients never met LOADING: the scenario did not test it'
     events = [e for p in producers + consumers for e in procs.events(p)]
     loading = [e['err'] for e in events if 'loading' in e.get('err', '').lower()]
