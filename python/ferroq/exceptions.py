@@ -11,6 +11,7 @@ __all__ = [
     'BatchError',
     'CommandTimeout',
     'ConnectionFailed',
+    'DataLoss',
     'FerroqError',
     'InvalidArgument',
     'InvalidMessage',
@@ -96,6 +97,10 @@ class LeaseLost(FerroqError):
 
 class PermissionDenied(FerroqError):
     """Redis refused the command for this user (ACL ``NOPERM`` or ``NOAUTH``/``WRONGPASS``)."""
+
+
+class DataLoss(FerroqError):
+    """Messages a streaming read had not read yet are gone (a stream trimmed past its offset)."""
 
 
 class OutOfMemory(FerroqError):

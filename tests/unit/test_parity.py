@@ -26,7 +26,7 @@ def _lua_files(root: Path) -> dict[str, str]:
     return {
         f'{f.parent.name}/{f.stem}': hashlib.sha1(prelude + f.read_bytes()).hexdigest()
         for f in sorted(root.glob('*/*.lua'))
-        if f.parent.name != 'peers'  # other projects' scripts (benchmark baselines), never ferroq's
+        if f.parent.name not in protocol.PYTHON_ONLY  # no Rust twin: benchmark baselines, the Spark connector's
     }
 
 

@@ -14,13 +14,18 @@ from importlib import resources
 __all__ = ['script_hashes', 'script_names', 'script_source']
 
 
+#: Script folders with no Rust twin: ``peers/`` holds other projects' scripts (benchmark baselines), ``spark/``
+#: the Spark connector's own scripts, which only :mod:`ferroq.spark` sends (through redis-py).
+PYTHON_ONLY = ('peers', 'spark')
+
+
 @cache
 def script_names() -> tuple[str, ...]:
     """Every script as ``<protocol>/<file name without .lua>``, sorted."""
     root = resources.files(__package__) / 'lua'
     names: list[str] = []
     for proto in root.iterdir():
-        if proto.is_dir() and proto.name != 'peers':  # lua/peers/: other projects' scripts, benchmark baselines
+        if proto.is_dir() and proto.name not in PYTHON_ONLY:
             names.extend(f'{proto.name}/{f.name[:-4]}' for f in proto.iterdir() if f.name.endswith('.lua'))
     return tuple(sorted(names))
 

@@ -104,3 +104,35 @@ def stream_key(name: str) -> str:
 def stream_published(name: str, token: str) -> str:
     """STRING: the ids one publish call (identified by its token) appended; expires after a while."""
     return f'{STREAM_PREFIX}{name}:published:{token}'
+
+
+# --- the Spark connector's keys, beside each queue's own (so one hash tag can cover both) ---------------
+
+
+def spark_prefix(kind: str, name: str, ns: str = 'rsmq') -> str:
+    """Prefix of the keys ``ferroq.spark`` keeps for the topic, RSMQ queue or stream ``name``."""
+    if kind == 'topic':
+        return f'{RFQ_PREFIX}{name}:spark:'
+    if kind == 'rsmq':
+        return f'{ns}:{name}:spark:'
+    return f'{STREAM_PREFIX}{name}:spark:'
+
+
+def spark_snapshot(prefix: str, token: str) -> str:
+    """LIST or ZSET: a copy of a queue's ids taken when a batch read is planned; expires."""
+    return f'{prefix}snapshot:{token}'
+
+
+def spark_sink(prefix: str, sink_id: str) -> str:
+    """STRING: the last micro-batch id the streaming sink ``sink_id`` committed."""
+    return f'{prefix}sink:{sink_id}'
+
+
+def spark_lock(prefix: str, consumer: str) -> str:
+    """STRING: the streaming query instance reading as ``consumer`` now; expires unless renewed."""
+    return f'{prefix}lock:{consumer}'
+
+
+def spark_ledger(prefix: str, consumer: str, seq: int) -> str:
+    """LIST: ``<id> <token>`` of the messages micro-batch ``seq`` of ``consumer`` claimed (rfq topics)."""
+    return f'{prefix}ledger:{consumer}:{seq}'

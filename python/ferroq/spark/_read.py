@@ -1,0 +1,266 @@
+"""Batch reads (``spark.read.format('ferroq')``): a peek at what a queue holds, consuming nothing.
+
+Planned on the driver, read in parallel by the executors:
+
+- **topic**: the backlog's ids are copied server-side (COPY, one script) to a snapshot LIST that expires
+  after an hour; each partition reads an index range of it (oldest first: the order consumers claim in)
+  and the bodies and delivery counts of those ids. The driver never holds the ids.
+- **RSMQ queue**: the same with a snapshot of the queue's ZSET (in order of visibility time).
+- **stream**: entries between ``startingPosition`` and ``endingPosition`` (fixed when the read is planned),
+  the time range split evenly into partitions, each read with XRANGE in pages.
+
+Every action re-plans, so ``count()`` then ``collect()`` may see different contents of a changing queue:
+``.cache()`` the DataFrame for one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from ferroq.protocol import keys
+from ferroq.spark import _conn
+from ferroq.spark._options import Plan
+from ferroq.spark._rows import BATCH_ROWS, Row, decode_body, to_batch
+from ferroq.types import published_at, rsmq_sent, stream_id_time
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ['StreamRange', 'read_stream_range', 'reader', 'sample', 'stream_ranges', 'stream_span']
+
+#: How long a batch read's snapshot is kept: its tasks must all start within it.
+SNAPSHOT_TTL_MS = 3_600_000
+#: Ids or entries fetched per round trip by a reading task.
+PAGE = 1000
+#: The largest sequence number of a stream id.
+MAX_SEQ = 2**64 - 1
+
+
+@dataclass(frozen=True)
+class Span(InputPartition):
+    """Positions [lo, hi) of a snapshot, in consumption order."""
+
+    snapshot: str
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class StreamRange(InputPartition):
+    """Entries of a stream from ``lo`` to ``hi``, XRANGE bounds (``(`` marks an exclusive one)."""
+
+    lo: str
+    hi: str
+
+
+def reader(plan: Plan, schema: StructType) -> DataSourceReader:
+    return _Reader(plan, schema)
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, plan: Plan, schema: StructType) -> None:
+        self.plan = plan
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        plan, target = self.plan, self.plan.target
+        raw = _conn.raw(plan.connection)
+        if target.kind == 'stream':
+            span = stream_span(raw, target.name, plan.starting_position, plan.ending_position)
+            if span is None:
+                return [StreamRange('+', '-')]  # an empty range: XRANGE + - returns nothing
+            return stream_ranges(span[0], span[1], plan.num_partitions)
+        prefix = keys.spark_prefix(target.kind, target.name, target.ns)
+        snapshot = keys.spark_snapshot(prefix, uuid.uuid4().hex)
+        source = keys.rfq_backlog(target.name) if target.kind == 'topic' else keys.rsmq_queue(target.ns, target.name)
+        n = int(raw.script('snapshot-2', [source, snapshot], [SNAPSHOT_TTL_MS]))
+        parts = max(1, min(plan.num_partitions, n))
+        return [Span(snapshot, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        plan, target = self.plan, self.plan.target
+        raw = _conn.raw(plan.connection)
+        if isinstance(partition, StreamRange):
+            rows: Iterator[Row] = read_stream_range(raw, target.name, partition)
+        elif not isinstance(partition, Span):
+            raise TypeError(f'not a partition of this reader: {partition!r}')
+        elif target.kind == 'topic':
+            rows = _topic_rows(raw, target.name, partition)
+        else:
+            rows = _rsmq_rows(raw, target.ns, target.name, partition)
+        yield from batches(rows, self.schema, target.name)
+
+
+def batches(rows: Iterator[Row], schema: StructType, source: str) -> Iterator[pa.RecordBatch]:
+    """``rows`` as Arrow batches of at most BATCH_ROWS rows in the layout of ``schema``."""
+    out: list[Row] = []
+    for row in rows:
+        out.append(row)
+        if len(out) == BATCH_ROWS:
+            yield to_batch(out, schema, source)
+            out = []
+    if out:
+        yield to_batch(out, schema, source)
+
+
+def sample(plan: Plan, n: int = 100) -> list[Row]:
+    """The first ``n`` messages a reader would see, for the default schema."""
+    target = plan.target
+    raw = _conn.raw(plan.connection)
+    if target.kind == 'stream':
+        return list(_entries(raw, keys.stream_key(target.name), '-', '+', n))
+    if target.kind == 'topic':
+        tail: list[bytes] = raw.run(lambda r: r.lrange(keys.rfq_backlog(target.name), -n, -1))
+        ids = list(reversed(tail))
+        return list(_topic_bodies(raw, target.name, ids))
+    head: list[bytes] = raw.run(lambda r: r.zrange(keys.rsmq_queue(target.ns, target.name), 0, n - 1))
+    return list(_rsmq_bodies(raw, target.ns, target.name, head))
+
+
+# --- topics ------------------------------------------------------------------------------------------
+
+
+def _topic_rows(raw: _conn.Raw, topic: str, span: Span) -> Iterator[Row]:
+    # Position p in consumption order is index -(p + 1) of the LIST: the oldest id is at its tail.
+    for lo in range(span.lo, span.hi, PAGE):
+        hi = min(lo + PAGE, span.hi)
+        ids: list[bytes] = raw.call('lrange', span.snapshot, -hi, -lo - 1)
+        yield from _topic_bodies(raw, topic, list(reversed(ids)))
+
+
+def _topic_bodies(raw: _conn.Raw, topic: str, ids: list[bytes]) -> Iterator[Row]:
+    """The messages of ``ids`` (bodies and delivery counts, one round trip); ids with no body are skipped."""
+    if not ids:
+        return
+
+    def fetch(r: Any) -> list[Any]:
+        pipe = r.pipeline(transaction=False)
+        for i in ids:
+            pipe.hgetall(keys.rfq_message(topic, i.decode()))
+        pipe.hmget(keys.rfq_deliveries(topic), ids)
+        return list(pipe.execute())
+
+    *bodies, records = raw.run(fetch)
+    for i, body, record in zip(ids, bodies, records):
+        if body:
+            mid = i.decode()
+            fields = {k.decode(): v for k, v in body.items()}
+            yield Row(mid, fields, published_at(mid), _count(record))
+
+
+def _count(record: bytes | None) -> int:
+    """The delivery count at the head of a message's record (``<count>[ ...]``), 0 if it has none."""
+    if not record:
+        return 0
+    head = record.split(b'\n', 1)[0].split(b' ', 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+# --- RSMQ queues ---------------------------------------------------------------------------------------
+
+
+def _rsmq_rows(raw: _conn.Raw, ns: str, qname: str, span: Span) -> Iterator[Row]:
+    for lo in range(span.lo, span.hi, PAGE):
+        hi = min(lo + PAGE, span.hi)
+        ids: list[bytes] = raw.call('zrange', span.snapshot, lo, hi - 1)
+        yield from _rsmq_bodies(raw, ns, qname, ids)
+
+
+def _rsmq_bodies(raw: _conn.Raw, ns: str, qname: str, ids: list[bytes]) -> Iterator[Row]:
+    if not ids:
+        return
+    wanted: list[bytes] = []
+    for i in ids:
+        wanted += [i, i + b':rc']
+    values: list[bytes | None] = raw.run(lambda r: r.hmget(keys.rsmq_hash(ns, qname), wanted))
+    for n, i in enumerate(ids):
+        body, rc = values[2 * n], values[2 * n + 1]
+        if body is not None:
+            mid = i.decode()
+            sent = rsmq_sent(mid)
+            yield Row(mid, decode_body(body), datetime.fromtimestamp(sent, tz=timezone.utc), int(rc or 0))
+
+
+# --- streams -----------------------------------------------------------------------------------------
+
+
+def _first_last(raw: _conn.Raw, key: str) -> tuple[str, str] | None:
+    def ends(r: Any) -> tuple[list[Any], list[Any]]:
+        pipe = r.pipeline(transaction=False)
+        pipe.xrange(key, '-', '+', count=1)
+        pipe.xrevrange(key, '+', '-', count=1)
+        first, last = pipe.execute()
+        return first, last
+
+    first, last = raw.run(ends)
+    if not first or not last:
+        return None
+    return first[0][0].decode(), last[0][0].decode()
+
+
+def position_id(position: str, end: bool) -> str:
+    """An entry id for an explicit ``startingPosition``/``endingPosition``: an id as given (``<ms>`` alone
+    is ``<ms>-0`` at the start, ``<ms>-<max>`` at the end), an ISO-8601 time as its millisecond."""
+    if position[:1].isdigit() and 'T' not in position and ':' not in position:
+        ms, sep, seq = position.partition('-')
+        if not sep:
+            return f'{ms}-{MAX_SEQ if end else 0}'
+        return f'{int(ms)}-{int(seq)}'
+    when = datetime.fromisoformat(position)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return f'{int(when.timestamp() * 1000)}-{MAX_SEQ if end else 0}'
+
+
+def stream_span(raw: _conn.Raw, stream: str, start: str, end: str) -> tuple[str, str] | None:
+    """The first and last ids to read (inclusive), or None when nothing lies between the positions."""
+    ends = _first_last(raw, keys.stream_key(stream))
+    if ends is None:
+        return None
+    lo = ends[0] if start == 'earliest' else max(position_id(start, end=False), ends[0], key=_id_key)
+    hi = ends[1] if end == 'latest' else min(position_id(end, end=True), ends[1], key=_id_key)
+    if _id_key(lo) > _id_key(hi):
+        return None
+    return lo, hi
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition('-')
+    return int(ms), int(seq or 0)
+
+
+def stream_ranges(lo: str, hi: str, parts: int, lo_exclusive: bool = False) -> list[StreamRange]:
+    """[lo, hi] (or (lo, hi]) cut into at most ``parts`` ranges of equal time."""
+    lo_ms, hi_ms = _id_key(lo)[0], _id_key(hi)[0]
+    parts = max(1, min(parts, hi_ms - lo_ms + 1))
+    bounds = [lo_ms + (hi_ms - lo_ms + 1) * i // parts for i in range(1, parts)]
+    starts = [('(' if lo_exclusive else '') + lo] + [f'{b}-0' for b in bounds]
+    stops = [f'({b}-0' for b in bounds] + [hi]
+    return [StreamRange(a, b) for a, b in zip(starts, stops)]
+
+
+def read_stream_range(raw: _conn.Raw, stream: str, part: StreamRange) -> Iterator[Row]:
+    return _entries(raw, keys.stream_key(stream), part.lo, part.hi, None)
+
+
+def _entries(raw: _conn.Raw, key: str, lo: str, hi: str, limit: int | None) -> Iterator[Row]:
+    """Entries from lo to hi in pages of PAGE (at most ``limit`` in all)."""
+    left = limit
+    while left is None or left > 0:
+        count = PAGE if left is None else min(PAGE, left)
+        page: list[Any] = raw.call('xrange', key, lo, hi, count=count)
+        for entry_id, fields in page:
+            eid = entry_id.decode()
+            yield Row(eid, {k.decode(): v for k, v in fields.items()}, stream_id_time(eid), 0)
+        if len(page) < count:
+            return
+        if left is not None:
+            left -= len(page)
+        lo = '(' + page[-1][0].decode()

@@ -1,0 +1,161 @@
+"""Writes: ``df.write.format('ferroq')`` and ``df.writeStream.format('ferroq')``, one message per row.
+
+Each task hands its partition's Arrow batches to the native client's ``publish_arrow`` (``send_arrow`` for
+RSMQ): the rows are converted, encoded and sent by the Rust core with the GIL released, one atomic script
+call per chunk of ``chunk_size`` rows.
+
+**No duplicates from task retries.** A write job gets a random token when it is planned, and a task
+publishes with the dedup key ``<job>:<partition>``: chunk k of the partition carries a marker derived from
+that key and k, written in the same script as the chunk. A retried or speculative attempt of the task
+finds the markers of the chunks already written and skips them, even when their messages were consumed
+meanwhile. This assumes the partition yields the same rows in the same order again (true of files and
+tables; not of ``rand()`` or an unordered shuffle): with other input, each chunk is still written once
+(count exact), but a chunk's content is that of the attempt that wrote it first.
+
+**Streaming sink.** With ``sinkId``, a micro-batch is published under the dedup key
+``sink:<sinkId>:<batchId>:<partition>``, and when Spark commits the batch the sink records its id
+(``<queue prefix>:spark:sink:<sinkId>``). A batch replayed after a driver crash finds either that record
+(and writes nothing) or the chunk markers of its first run: published once. Without ``sinkId`` the sink is
+at-least-once: a replayed batch is published again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from ferroq.exceptions import InvalidArgument
+from ferroq.protocol import keys
+from ferroq.spark import _conn
+from ferroq.spark._options import Plan
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ['BatchWriter', 'StreamWriter', 'Written', 'check_columns']
+
+log = logging.getLogger('ferroq.spark')
+
+#: The local property Spark's micro-batch execution sets on every task of a batch.
+BATCH_ID_PROPERTY = 'streaming.sql.batchId'
+
+
+@dataclass
+class Written(WriterCommitMessage):
+    """What one task did: rows it read, messages it published (rows - published were already written)."""
+
+    partition: int
+    rows: int
+    published: int
+
+
+def check_columns(plan: Plan, schema: StructType) -> None:
+    """The columns the options name must exist with a usable type (checked before any task starts)."""
+    from pyspark.sql.types import BinaryType, StringType
+
+    names = {f.name: f.dataType for f in schema.fields}
+    for option, column in (('valueColumn', plan.value_column), ('idColumn', plan.id_column)):
+        if column is not None and column not in names:
+            raise InvalidArgument(f'option {option}: the DataFrame has no column {column!r} (it has {list(names)})')
+    if plan.value_column is not None and not isinstance(names[plan.value_column], (StringType, BinaryType)):
+        kind = names[plan.value_column].simpleString()
+        raise InvalidArgument(f'option valueColumn: column {plan.value_column!r} must be string or binary, not {kind}')
+    if not schema.fields:
+        raise InvalidArgument('the DataFrame has no columns: a message needs at least one field')
+
+
+def publish(plan: Plan, batches: Iterator[pa.RecordBatch], dedup_key: str | None) -> tuple[int, int]:
+    """Publishes every row of ``batches`` to the plan's target; returns (rows, published)."""
+    first = next(batches, None)
+    if first is None:
+        return 0, 0
+    import pyarrow as pa
+
+    stream = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+    client = _conn.native(plan.connection)
+    target = plan.target
+    common: dict[str, Any] = {'dedup_key': dedup_key, 'dedup_ttl': plan.dedup_ttl, 'value_column': plan.value_column}
+    if target.kind == 'topic':
+        result = client.topic(target.name).publish_arrow(stream, id_column=plan.id_column, **common)
+    elif target.kind == 'rsmq':
+        result = client.rsmq(target.name, ns=target.ns).send_arrow(stream, delay=plan.delay, **common)
+    else:
+        stream_handle = client.stream(target.name)
+        result = stream_handle.publish_arrow(
+            stream, maxlen=plan.maxlen, max_age=plan.max_age, approximate=plan.approximate, **common
+        )
+    return int(result[0]), int(result[1])
+
+
+def _partition() -> int:
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def _summary(messages: list[WriterCommitMessage | None]) -> str:
+    done = [m for m in messages if isinstance(m, Written)]
+    rows = sum(m.rows for m in done)
+    published = sum(m.published for m in done)
+    return f'{published} of {rows} rows published ({rows - published} already written by an earlier attempt)'
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """``df.write``: each task publishes its partition directly (see the module doc for retries)."""
+
+    def __init__(self, plan: Plan, job: str) -> None:
+        self.plan = plan
+        self.job = job
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+        partition = _partition()
+        rows, published = publish(self.plan, iterator, f'{self.job}:{partition}')
+        return Written(partition, rows, published)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.info('ferroq write to %s committed: %s', self.plan.target, _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.warning('ferroq write to %s aborted: %s before the failure', self.plan.target, _summary(messages))
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream``: exactly once per micro-batch with ``sinkId``, at-least-once without."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        target = plan.target
+        prefix = keys.spark_prefix(target.kind, target.name, target.ns)
+        self.sink_key = keys.spark_sink(prefix, plan.sink_id) if plan.sink_id else None
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+        partition = _partition()
+        if self.sink_key is None:
+            rows, published = publish(self.plan, iterator, None)
+            return Written(partition, rows, published)
+        ctx = TaskContext.get()
+        batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        if batch is None:
+            raise InvalidArgument(
+                f'the micro-batch id ({BATCH_ID_PROPERTY}) is not set: sinkId needs a streaming query'
+            )
+        done = _conn.raw(self.plan.connection).run(lambda r: r.get(self.sink_key))
+        if done is not None and int(done) >= int(batch):
+            rows = sum(b.num_rows for b in iterator)
+            return Written(partition, rows, 0)
+        rows, published = publish(self.plan, iterator, f'sink:{self.plan.sink_id}:{batch}:{partition}')
+        return Written(partition, rows, published)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.sink_key is not None:
+            _conn.raw(self.plan.connection).script('sink_commit-1', [self.sink_key], [batchId])
+        log.info('ferroq sink batch %d to %s committed: %s', batchId, self.plan.target, _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning('ferroq sink batch %d to %s aborted: %s', batchId, self.plan.target, _summary(messages))

@@ -1,0 +1,52 @@
+"""Batch reads (a peek) and streaming reads through format('ferroq') on a real local[2,2] SparkSession."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+import ferroq
+
+
+def _read(spark: Any, url: str, **options: str) -> Any:
+    reader = spark.read.format('ferroq').option('url', url)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader
+
+
+def test_stream_batch_read(spark: Any, redis_url: str) -> None:
+    with ferroq.Client(redis_url) as c:
+        ids = c.stream('ev').publish_batch([{'n': str(i), 'tile': f't{i % 7}'} for i in range(3000)])
+    df = _read(spark, redis_url, stream='ev').schema('n long, tile string, _id string, _topic string').load()
+    rows = df.collect()
+    assert sorted(r.n for r in rows) == list(range(3000))
+    assert {r._id for r in rows} == set(ids)
+    assert {r._topic for r in rows} == {'ev'}
+
+
+def test_streaming_read_of_a_stream(spark: Any, redis_url: str, r: redis.Redis, checkpoint: str) -> None:
+    with ferroq.Client(redis_url) as c:
+        c.stream('ev').publish_batch([{'n': str(i)} for i in range(5000)])
+    seen: list[int] = []
+
+    def sink(df: Any, batch_id: int) -> None:
+        seen.extend(row.n for row in df.collect())
+
+    q = (
+        spark.readStream.format('ferroq')
+        .option('url', redis_url)
+        .option('stream', 'ev')
+        .option('maxRecordsPerTrigger', '2000')
+        .schema('n long, _id string')
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option('checkpointLocation', checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(120)
+    assert sorted(seen) == list(range(5000))
+    groups = r.xinfo_groups('ferroq:stream:ev')
+    assert [g['name'] for g in groups] == ['spark']
