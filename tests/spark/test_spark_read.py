@@ -50,3 +50,38 @@ def test_streaming_read_of_a_stream(spark: Any, redis_url: str, r: redis.Redis, 
     assert sorted(seen) == list(range(5000))
     groups = r.xinfo_groups('ferroq:stream:ev')
     assert [g['name'] for g in groups] == ['spark']
+
+
+def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, checkpoint: str) -> None:
+    with ferroq.Client(redis_url) as c:
+        ids = c.topic('jobs').publish_batch([{'n': str(i)} for i in range(5000)])
+    seen: list[str] = []
+
+    def sink(df: Any, batch_id: int) -> None:
+        seen.extend(row._id for row in df.collect())
+
+    def run() -> None:
+        q = (
+            spark.readStream.format('ferroq')
+            .option('url', redis_url)
+            .option('topic', 'jobs')
+            .option('maxRecordsPerTrigger', '2000')
+            .schema('n long, _id string, _deliveries long')
+            .load()
+            .writeStream.foreachBatch(sink)
+            .option('checkpointLocation', checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert q.awaitTermination(120)
+
+    run()
+    assert sorted(seen) == sorted(ids)
+    assert r.llen('rfq:jobs:backlog') == 0
+    # Spark commits a batch when it plans the next: the last one (1000 messages) is still claimed.
+    assert r.llen('rfq:jobs:nextlog') == 1000
+    with ferroq.Client(redis_url) as c:
+        more = c.topic('jobs').publish_batch([{'n': str(i)} for i in range(5000, 5500)])
+    run()
+    assert sorted(seen) == sorted(ids + more)
+    assert r.llen('rfq:jobs:nextlog') == 500

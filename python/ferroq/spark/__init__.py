@@ -15,5 +15,6 @@ from __future__ import annotations
 
 from ferroq.spark._options import OPTIONS
 from ferroq.spark._source import FerroqDataSource
+from ferroq.spark._topic_read import release
 
-__all__ = ['OPTIONS', 'FerroqDataSource']
+__all__ = ['OPTIONS', 'FerroqDataSource', 'release']

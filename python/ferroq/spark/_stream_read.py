@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from ferroq.exceptions import DataLoss, FerroqError, InvalidArgument
+from ferroq.exceptions import DataLoss, FerroqError
 from ferroq.protocol import keys
-from ferroq.spark import _conn
+from ferroq.spark import _conn, _lock
 from ferroq.spark._options import Plan
 from ferroq.spark._read import StreamRange, _id_key, batches, position_id, read_stream_range, stream_ranges
 
@@ -30,10 +30,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-__all__ = ['LOCK_TTL_MS', 'StreamsReader', 'stream_info']
+__all__ = ['StreamsReader', 'stream_info']
 
-#: How long a query's consumer lock lasts without a poll renewing it.
-LOCK_TTL_MS = 120_000
 #: Entries the planner steps over per script call when a batch has a row limit.
 ADVANCE_STEP = 10_000
 BEFORE_ALL = '0-0'
@@ -105,13 +103,14 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, str] | None = None, limit: ReadLimit | None = None) -> dict[str, str]:
         raw = _conn.raw(self.plan.connection)
-        self._hold_lock(raw)
         begin = (start or {}).get('id') or self._latest or self.initialOffset()['id']
+        self._hold_lock(raw, begin)
         self._check_loss(raw, begin)
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable):
             rows = None
         end = self._advance(raw, begin, rows)
+        self._hold_lock(raw, begin, end)
         self._latest = end
         return {'id': end}
 
@@ -149,16 +148,11 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         raw = _conn.raw(self.plan.connection)
-        raw.script('lock-1', [self.lock_key], [self.instance, '0'])
+        _lock.free(raw, self.lock_key, self.instance)
 
-    def _hold_lock(self, raw: _conn.Raw) -> None:
-        holder = raw.script('lock-1', [self.lock_key], [self.instance, LOCK_TTL_MS])
-        if holder:
-            raise InvalidArgument(
-                f'another streaming query is reading {self.plan.target} as consumer {self.plan.consumer!r}: '
-                f'stop it or give this one another consumer (the lock {self.lock_key} expires '
-                f'{LOCK_TTL_MS // 1000} s after its last poll)'
-            )
+    def _hold_lock(self, raw: _conn.Raw, start: str, end: str | None = None) -> None:
+        what = f'{self.plan.target} as consumer {self.plan.consumer!r}'
+        _lock.hold(raw, self.lock_key, self.instance, what, start, end)
 
     def _check_loss(self, raw: _conn.Raw, begin: str) -> None:
         if not self.plan.fail_on_data_loss:

@@ -1,0 +1,232 @@
+"""Streaming reads of an rfq topic: claimed per micro-batch, committed when Spark commits the batch.
+
+Offsets are micro-batch numbers, ``{"seq": k}``. Planning batch k claims up to ``maxRecordsPerTrigger``
+messages with ferroq's own claim (a lease of ``claimTtl``, the owner ``spark.<consumer>.<k>``, delivery
+counts: plain rfq tools, ``inspect`` and the harvester see them as in flight) and lists ``<id> <token>`` of
+each in the batch's ledger, ``rfq:<topic>:spark:ledger:<consumer>:<k>``. The executors read the ledger's
+index ranges and the bodies. A batch replayed after a failure reads the same ledger: the same messages.
+
+When Spark commits batch k (one batch late: Spark commits a batch when it plans the next), its messages
+are committed, fenced by their tokens, and its ledger is deleted. The leases of the ledgers still open are
+renewed while the query polls. If the planner dies between the claim and the ledger's write, the next
+planner finds the claims by their owner and puts them in the ledger (with new tokens).
+
+A query that is retired leaves its last ledgers claimed until their leases end (then the harvester
+requeues them): :func:`ferroq.spark.release` gives them back at once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+import ferroq
+from ferroq.exceptions import InvalidArgument
+from ferroq.protocol import keys
+from ferroq.spark import _conn, _lock
+from ferroq.spark._options import Connection, Plan
+from ferroq.spark._read import PAGE, Span, _topic_bodies, batches
+from ferroq.types import Message
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ['TopicReader', 'release']
+
+#: Messages claimed per call while a micro-batch is planned (each call is one atomic script).
+CLAIM_STEP = 10_000
+#: With no row limit, a micro-batch takes at most this many messages.
+MAX_BATCH = 1_000_000
+
+
+def _owner(consumer: str, seq: int) -> str:
+    return f'spark.{consumer}.{seq}'
+
+
+def _ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
+    """The ``<id> <token>`` entries of a ledger, as Messages (no fields) in pages of PAGE."""
+    start = 0
+    while True:
+        entries: list[bytes] = raw.call('lrange', ledger, start, start + PAGE - 1)
+        if not entries:
+            return
+        page = []
+        for entry in entries:
+            mid, _, token = entry.decode().partition(' ')
+            page.append(Message(mid, topic, {}, int(token)))
+        yield page
+        if len(entries) < PAGE:
+            return
+        start += PAGE
+
+
+class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, plan: Plan, schema: StructType) -> None:
+        self.plan = plan
+        self.schema = schema
+        target = plan.target
+        self.prefix = keys.spark_prefix('topic', target.name)
+        self.lock_key = keys.spark_lock(self.prefix, plan.consumer)
+        self.instance = uuid.uuid4().hex
+        self._latest: int | None = None
+        self._remaining: int | None = None  # Trigger.AvailableNow: what may still be claimed
+        self._renewed: dict[int, float] = {}  # ledger seq -> when its leases were last renewed (monotonic)
+        self._checked_orphans = False
+
+    def _ledger(self, seq: int) -> str:
+        return keys.spark_ledger(self.prefix, self.plan.consumer, seq)
+
+    def _topic(self) -> Any:
+        return _conn.native(self.plan.connection).topic(self.plan.target.name)
+
+    # --- planning ---
+
+    def initialOffset(self) -> dict[str, int]:
+        return {'seq': 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.plan.max_records_per_trigger
+        return ReadAllAvailable() if n is None else ReadMaxRows(n)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._remaining = int(_conn.raw(self.plan.connection).call('llen', keys.rfq_backlog(self.plan.target.name)))
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: ReadLimit | None = None) -> dict[str, int]:
+        raw = _conn.raw(self.plan.connection)
+        begin = int((start or {}).get('seq', self._latest or 0))
+        self._hold_lock(raw, begin)
+        self._renew(raw, begin)
+        end = self._plan_batch(raw, begin, limit)
+        self._hold_lock(raw, begin, end)
+        self._latest = end
+        return {'seq': end}
+
+    def _plan_batch(self, raw: _conn.Raw, begin: int, limit: ReadLimit | None) -> int:
+        seq = begin + 1
+        ledger = self._ledger(seq)
+        if int(raw.call('llen', ledger)) > 0:  # planned before a restart: the same batch again
+            return seq
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
+        if isinstance(limit, ReadAllAvailable) or rows is None:
+            rows = MAX_BATCH
+        if self._remaining is not None:
+            rows = min(rows, self._remaining)
+        n = self._claim(raw, seq, rows)
+        if n == 0:
+            return begin
+        if self._remaining is not None:
+            self._remaining -= n
+        self._renewed[seq] = time.monotonic()
+        return seq
+
+    def _claim(self, raw: _conn.Raw, seq: int, rows: int) -> int:
+        """Claims up to ``rows`` messages into ledger ``seq``; returns how many it holds."""
+        topic, owner, lease = self._topic(), _owner(self.plan.consumer, seq), self.plan.claim_ttl
+        held: list[Message] = []
+        if not self._checked_orphans:
+            # Claims of a planner that died before writing this ledger: they come back with new tokens.
+            held = list(topic.resume(owner, lease=lease))[:rows]
+            self._checked_orphans = True
+        while len(held) < rows:
+            got = topic.claim(count=min(CLAIM_STEP, rows - len(held)), lease=lease, owner=owner)
+            if not got:
+                break
+            held.extend(got)
+        if held:
+            entries = [f'{m.id} {m.token}' for m in held]
+            for i in range(0, len(entries), CLAIM_STEP):
+                raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
+        return len(held)
+
+    def _renew(self, raw: _conn.Raw, committed_to: int) -> None:
+        """Renews the leases of open ledgers once a quarter of claimTtl has passed since the last time."""
+        now = time.monotonic()
+        due = self.plan.claim_ttl / 4
+        for seq in list(self._renewed):
+            if seq <= committed_to - 1:
+                self._renewed.pop(seq)
+            elif now - self._renewed[seq] >= due:
+                topic = self._topic()
+                for page in _ledger_messages(raw, self.plan.target.name, self._ledger(seq)):
+                    topic.extend(page, lease=self.plan.claim_ttl)
+                self._renewed[seq] = now
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        backlog = int(_conn.raw(self.plan.connection).call('llen', keys.rfq_backlog(self.plan.target.name)))
+        return {'seq': self._latest or 0, 'backlog': backlog}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        raw = _conn.raw(self.plan.connection)
+        parts: list[InputPartition] = []
+        for seq in range(int(start['seq']) + 1, int(end['seq']) + 1):
+            ledger = self._ledger(seq)
+            n = int(raw.call('llen', ledger))
+            k = max(1, min(self.plan.num_partitions, n))
+            parts.extend(Span(ledger, n * i // k, n * (i + 1) // k) for i in range(k) if n)
+        return parts
+
+    def commit(self, end: dict[str, int]) -> None:
+        raw = _conn.raw(self.plan.connection)
+        topic = self._topic()
+        # Every ledger up to end that is still there (earlier ones were committed and deleted).
+        seq = int(end['seq'])
+        while seq > 0 and int(raw.call('exists', self._ledger(seq))):
+            seq -= 1
+        for s in range(seq + 1, int(end['seq']) + 1):
+            ledger = self._ledger(s)
+            for page in _ledger_messages(raw, self.plan.target.name, ledger):
+                topic.commit(page)
+            raw.call('delete', ledger)
+            self._renewed.pop(s, None)
+
+    def stop(self) -> None:
+        raw = _conn.raw(self.plan.connection)
+        _lock.free(raw, self.lock_key, self.instance)
+
+    def _hold_lock(self, raw: _conn.Raw, start: int, end: int | None = None) -> None:
+        what = f'{self.plan.target} as consumer {self.plan.consumer!r}'
+        _lock.hold(raw, self.lock_key, self.instance, what, str(start), None if end is None else str(end))
+
+    # --- reading (executors) ---
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, Span)
+        raw = _conn.raw(self.plan.connection)
+        name = self.plan.target.name
+        yield from batches(_ledger_rows(raw, name, partition), self.schema, name)
+
+
+def _ledger_rows(raw: _conn.Raw, topic: str, span: Span) -> Iterator[Any]:
+    for lo in range(span.lo, span.hi, PAGE):
+        entries: list[bytes] = raw.call('lrange', span.snapshot, lo, min(lo + PAGE, span.hi) - 1)
+        yield from _topic_bodies(raw, topic, [e.split(b' ', 1)[0] for e in entries])
+
+
+def release(url: str, topic: str, consumer: str = 'spark', **client_options: Any) -> int:
+    """Gives back every message a retired streaming query (reading ``topic`` as ``consumer``) still holds.
+
+    Its ledgers' messages return to the front of the backlog (delivery counts kept) and the ledgers are
+    deleted. Run it only when no query reads as ``consumer``: a live one would replay a released batch
+    with nothing in it. Returns how many messages were released.
+    """
+    from ferroq.server import redact_url
+
+    conn = Connection(url=url, shown_url=redact_url(url), **client_options)
+    raw = _conn.raw(conn)
+    prefix = keys.spark_prefix('topic', topic)
+    lock = keys.spark_lock(prefix, consumer)
+    if raw.call('get', lock) is not None:
+        raise InvalidArgument(f'a streaming query is reading topic {topic} as consumer {consumer!r}: stop it first')
+    handle = ferroq.Client(url, **client_options).topic(topic)
+    released = 0
+    for ledger in raw.run(lambda r: list(r.scan_iter(match=keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'))):
+        for page in _ledger_messages(raw, topic, ledger):
+            released += len(handle.release(page))
+        raw.call('delete', ledger)
+    return released
