@@ -41,12 +41,13 @@ help: ## list the targets
 # --- setup -------------------------------------------------------------------------------------------
 
 .PHONY: setup
-setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server (apt), Rust if missing, .venv and .venv-rfq
+setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server and Java (apt), Rust if missing, .venv and .venv-rfq
 
 .PHONY: system-deps
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v curl >/dev/null || command -v cargo >/dev/null || missing="$$missing curl ca-certificates"; \
 	if [ -n "$$missing" ]; then \

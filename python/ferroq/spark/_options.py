@@ -60,7 +60,7 @@ _TOPIC, _RSMQ, _STREAM = frozenset({'topic'}), frozenset({'rsmq'}), frozenset({'
 #: Every option the source knows, in the order of the README's table.
 OPTIONS: tuple[Option, ...] = (
     _opt('topic', _ALL_MODES, _ALL_KINDS, '', 'an rfq topic: the target (exactly one of topic, rsmq, stream)'),
-    _opt('rsmq', _ALL_MODES - {'stream_read'}, _ALL_KINDS, '', 'an RSMQ queue: the target'),
+    _opt('rsmq', _ALL_MODES, _ALL_KINDS, '', 'an RSMQ queue: the target (batch reads and writes)'),
     _opt('stream', _ALL_MODES, _ALL_KINDS, '', 'a Streams topic: the target'),
     _opt('ns', _ALL_MODES, _RSMQ, 'rsmq', 'the RSMQ namespace'),
     _opt('url', _ALL_MODES, _ALL_KINDS, 'FERROQ_URL', 'the Redis URL (redis://, rediss://, unix://)'),
