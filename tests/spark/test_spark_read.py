@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import redis
@@ -28,7 +29,7 @@ def test_stream_batch_read(spark: Any, redis_url: str) -> None:
 
 def test_streaming_read_of_a_stream(spark: Any, redis_url: str, r: redis.Redis, checkpoint: str) -> None:
     with ferroq.Client(redis_url) as c:
-        c.stream('ev').publish_batch([{'n': str(i)} for i in range(5000)])
+        ids = c.stream('ev').publish_batch([{'n': str(i)} for i in range(5000)])
     seen: list[int] = []
 
     def sink(df: Any, batch_id: int) -> None:
@@ -48,8 +49,11 @@ def test_streaming_read_of_a_stream(spark: Any, redis_url: str, r: redis.Redis, 
     )
     assert q.awaitTermination(120)
     assert sorted(seen) == list(range(5000))
-    groups = r.xinfo_groups('ferroq:stream:ev')
-    assert [g['name'] for g in groups] == ['spark']
+    # Spark commits a batch when it plans the next: the group is at the end of the second of three batches.
+    [group] = r.xinfo_groups('ferroq:stream:ev')
+    assert (group['name'], group['last-delivered-id'], group['lag']) == ('spark', ids[3999], 1000)
+    latest = json.loads(q.lastProgress['sources'][0]['latestOffset'])
+    assert latest == {'id': ids[-1], 'read': 5000, 'lag': 0}
 
 
 def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, checkpoint: str) -> None:

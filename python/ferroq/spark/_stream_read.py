@@ -66,6 +66,15 @@ def _before(entry_id: str) -> str:
     return BEFORE_ALL
 
 
+Offset = dict[str, Any]
+
+
+def _offset(entry_id: str, read: int | None) -> Offset:
+    """An offset: the id of the last entry planned and, when the server counts them (Redis >= 7.0), how many
+    entries the stream had received up to it (its logical read counter: XINFO GROUPS' entries-read)."""
+    return {'id': entry_id} if read is None else {'id': entry_id, 'read': read}
+
+
 class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, plan: Plan, schema: StructType) -> None:
         self.plan = plan
@@ -74,77 +83,106 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.lock_key = keys.spark_lock(keys.spark_prefix('stream', plan.target.name), plan.consumer)
         # This query instance (the streaming source runner keeps one reader object per query run).
         self.instance = uuid.uuid4().hex
-        self._initial: str | None = None
-        self._latest: str | None = None
-        self._until: str | None = None
+        self._initial: Offset | None = None
+        self._latest: Offset | None = None
+        self._until: Offset | None = None
 
     # --- planning (the driver's source runner) ---
 
-    def initialOffset(self) -> dict[str, str]:
+    def initialOffset(self) -> Offset:
         # Spark calls this twice on a new query; the first answer is kept so both agree.
         if self._initial is None:
             start = self.plan.starting_position
-            info = stream_info(_conn.raw(self.plan.connection), self.key)
-            if start == 'earliest':
-                self._initial = _id(info.get('max-deleted-entry-id', BEFORE_ALL)) if info else BEFORE_ALL
+            raw = _conn.raw(self.plan.connection)
+            info = stream_info(raw, self.key)
+            added = int(info['entries-added']) if 'entries-added' in info else None
+            if not info:
+                self._initial = _offset(BEFORE_ALL, 0)
             elif start == 'latest':
-                self._initial = _id(info['last-generated-id']) if info else BEFORE_ALL
+                self._initial = _offset(_id(info['last-generated-id']), added)
             else:
-                self._initial = _before(position_id(start, end=False))
-        return {'id': self._initial}
+                first = _id(info.get('max-deleted-entry-id', BEFORE_ALL))
+                at = first if start == 'earliest' else max(first, _before(position_id(start, end=False)), key=_id_key)
+                after = int(info['length']) if at == first else self._count_after(raw, at)
+                self._initial = _offset(at, None if added is None else added - after)
+        return self._initial
+
+    def _count_after(self, raw: _conn.Raw, begin: str) -> int:
+        count, end = 0, begin
+        while True:
+            last, n = raw.script('stream_advance-1', [self.key], [end, ADVANCE_STEP, '+'])
+            count += int(n)
+            if int(n) < ADVANCE_STEP:
+                return count
+            end = _id(last)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.plan.max_records_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        info = stream_info(_conn.raw(self.plan.connection), self.key)
-        self._until = _id(info['last-generated-id']) if info else BEFORE_ALL
+        self._until = self._newest(_conn.raw(self.plan.connection))
 
-    def latestOffset(self, start: dict[str, str] | None = None, limit: ReadLimit | None = None) -> dict[str, str]:
+    def _newest(self, raw: _conn.Raw) -> Offset | None:
+        """The offset after every entry the stream has received so far (None when it does not exist)."""
+        info = stream_info(raw, self.key)
+        if not info:
+            return None
+        return _offset(_id(info['last-generated-id']), int(info['entries-added']) if 'entries-added' in info else None)
+
+    def latestOffset(self, start: Offset | None = None, limit: ReadLimit | None = None) -> Offset:
         raw = _conn.raw(self.plan.connection)
-        begin = (start or {}).get('id') or self._latest or self.initialOffset()['id']
-        self._hold_lock(raw, begin)
-        self._check_loss(raw, begin)
+        begin = start or self._latest or self.initialOffset()
+        self._hold_lock(raw, begin['id'])
+        self._check_loss(raw, begin['id'])
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable):
             rows = None
         end = self._advance(raw, begin, rows)
-        self._hold_lock(raw, begin, end)
+        self._hold_lock(raw, begin['id'], end['id'])
         self._latest = end
-        return {'id': end}
-
-    def _advance(self, raw: _conn.Raw, begin: str, rows: int | None) -> str:
-        """The id of the last entry of the batch after ``begin`` (``begin`` when there is none)."""
-        bound = self._until or '+'
-        end = begin
-        left = rows
-        while left is None or left > 0:
-            step = ADVANCE_STEP if left is None else min(ADVANCE_STEP, left)
-            last, n = raw.script('stream_advance-1', [self.key], [end, step, bound])
-            if not n:
-                break
-            end = _id(last)
-            if left is not None:
-                left -= int(n)
-            if int(n) < step:
-                break
         return end
 
-    def reportLatestOffset(self) -> dict[str, str] | None:
-        info = stream_info(_conn.raw(self.plan.connection), self.key)
-        return {'id': _id(info['last-generated-id'])} if info else None
+    def _advance(self, raw: _conn.Raw, begin: Offset, rows: int | None) -> Offset:
+        """The end of the batch after ``begin``: up to ``rows`` entries, all of them with no limit (``begin``
+        when there is none)."""
+        newest = self._until or self._newest(raw)
+        if newest is None or _id_key(newest['id']) <= _id_key(begin['id']):
+            return begin
+        if rows is None:
+            return newest
+        end, read, left = begin['id'], begin.get('read'), rows
+        while left > 0:
+            step = min(ADVANCE_STEP, left)
+            last, n = raw.script('stream_advance-1', [self.key], [end, step, newest['id']])
+            if not n:
+                break
+            end, left = _id(last), left - int(n)
+            read = None if read is None else read + int(n)
+            if int(n) < step:
+                break
+        return _offset(end, read)
 
-    def partitions(self, start: dict[str, str], end: dict[str, str]) -> Sequence[InputPartition]:
+    def reportLatestOffset(self) -> Offset | None:
+        """The newest entry, and ``lag``: how many entries the stream received after the last planned batch."""
+        newest = self._newest(_conn.raw(self.plan.connection))
+        if newest is None:
+            return None
+        planned = (self._latest or {}).get('read')
+        if 'read' in newest and planned is not None:
+            newest['lag'] = max(0, newest['read'] - planned)
+        return newest
+
+    def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
         lo, hi = start['id'], end['id']
         if _id_key(lo) >= _id_key(hi):
             return []
         return stream_ranges(lo, hi, self.plan.num_partitions, lo_exclusive=True)
 
-    def commit(self, end: dict[str, str]) -> None:
+    def commit(self, end: Offset) -> None:
         raw = _conn.raw(self.plan.connection)
         if end['id'] != BEFORE_ALL:
-            raw.script('group_commit-1', [self.key], [self.plan.group, end['id']])
+            raw.script('group_commit-1', [self.key], [self.plan.group, end['id'], end.get('read', '')])
 
     def stop(self) -> None:
         raw = _conn.raw(self.plan.connection)
