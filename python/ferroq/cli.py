@@ -709,6 +709,22 @@ def _cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_spark_release(args: argparse.Namespace, client: _AnyClient) -> int:
+    from ferroq.spark import release
+
+    if not args.yes:
+        raise InvalidArgument(
+            f'spark-release gives the messages that consumer {args.consumer!r} of {args.topic!r} holds back to the '
+            'backlog; a live query reading them would lose its batch: add --yes'
+        )
+    n = release(server.resolve_url(args.url), args.topic, args.consumer, force=args.force)
+    if args.json:
+        _print_json({'topic': args.topic, 'consumer': args.consumer, 'released': n})
+    else:
+        print(f'released {n} messages of {args.topic} held by Spark consumer {args.consumer}')
+    return 0
+
+
 # --- parser --------------------------------------------------------------------------------------
 
 
@@ -798,6 +814,11 @@ def _parser() -> argparse.ArgumentParser:
 
     _rsmq_parser(verbs, common)
     _stream_parser(verbs, common)
+
+    p = verb('spark-release', _cmd_spark_release, 'give back what a retired Spark streaming query still holds')
+    p.add_argument('-c', '--consumer', default='spark', help="the query's consumer option (default spark)")
+    p.add_argument('--force', action='store_true', help="release even though the consumer's lock is there")
+    p.add_argument('--yes', action='store_true', help='confirm')
 
     p = verb('server', _cmd_server, 'manage the embedded redis-server', topic=False)
     p.add_argument('action', choices=('start', 'stop', 'status', 'url'))

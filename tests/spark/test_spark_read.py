@@ -8,6 +8,7 @@ from typing import Any
 import redis
 
 import ferroq
+from ferroq import cli
 
 
 def _read(spark: Any, url: str, **options: str) -> Any:
@@ -89,3 +90,11 @@ def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, c
     run()
     assert sorted(seen) == sorted(ids + more)
     assert r.llen('rfq:jobs:nextlog') == 500
+    # Retiring the query: its last batch goes back to the backlog (the lock of the finished query is refused
+    # without --force: it lasts two minutes after the last poll).
+    assert cli.main(['--url', redis_url, 'spark-release', '-t', 'jobs', '--yes']) == 2
+    assert cli.main(['--url', redis_url, 'spark-release', '-t', 'jobs']) == 2  # no --yes
+    assert r.llen('rfq:jobs:nextlog') == 500
+    assert cli.main(['--url', redis_url, 'spark-release', '-t', 'jobs', '--force', '--yes']) == 0
+    assert (r.llen('rfq:jobs:nextlog'), r.llen('rfq:jobs:backlog')) == (0, 500)
+    assert r.keys('rfq:jobs:spark:ledger:*') == []

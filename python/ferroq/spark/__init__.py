@@ -13,8 +13,21 @@ of each mode.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ferroq.spark._admin import release
 from ferroq.spark._options import OPTIONS
-from ferroq.spark._source import FerroqDataSource
-from ferroq.spark._topic_read import release
+
+if TYPE_CHECKING:
+    from ferroq.spark._source import FerroqDataSource
 
 __all__ = ['OPTIONS', 'FerroqDataSource', 'release']
+
+
+def __getattr__(name: str) -> Any:
+    # The data source class needs pyspark: imported on first use, so `release` and the CLI work without it.
+    if name == 'FerroqDataSource':
+        from ferroq.spark._source import FerroqDataSource
+
+        return FerroqDataSource
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-import ferroq
-from ferroq.exceptions import InvalidArgument
 from ferroq.protocol import keys
 from ferroq.spark import _conn, _lock
-from ferroq.spark._options import Connection, Plan
+from ferroq.spark._admin import ledger_messages
+from ferroq.spark._options import Plan
 from ferroq.spark._read import PAGE, Span, _topic_bodies, batches
 from ferroq.types import Message
 
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-__all__ = ['TopicReader', 'release']
+__all__ = ['TopicReader']
 
 #: Messages claimed per call while a micro-batch is planned (each call is one atomic script).
 CLAIM_STEP = 10_000
@@ -47,23 +46,6 @@ MAX_BATCH = 1_000_000
 
 def _owner(consumer: str, seq: int) -> str:
     return f'spark.{consumer}.{seq}'
-
-
-def _ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
-    """The ``<id> <token>`` entries of a ledger, as Messages (no fields) in pages of PAGE."""
-    start = 0
-    while True:
-        entries: list[bytes] = raw.call('lrange', ledger, start, start + PAGE - 1)
-        if not entries:
-            return
-        page = []
-        for entry in entries:
-            mid, _, token = entry.decode().partition(' ')
-            page.append(Message(mid, topic, {}, int(token)))
-        yield page
-        if len(entries) < PAGE:
-            return
-        start += PAGE
 
 
 class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -153,7 +135,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._renewed.pop(seq)
             elif now - self._renewed[seq] >= due:
                 topic = self._topic()
-                for page in _ledger_messages(raw, self.plan.target.name, self._ledger(seq)):
+                for page in ledger_messages(raw, self.plan.target.name, self._ledger(seq)):
                     topic.extend(page, lease=self.plan.claim_ttl)
                 self._renewed[seq] = now
 
@@ -180,7 +162,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             seq -= 1
         for s in range(seq + 1, int(end['seq']) + 1):
             ledger = self._ledger(s)
-            for page in _ledger_messages(raw, self.plan.target.name, ledger):
+            for page in ledger_messages(raw, self.plan.target.name, ledger):
                 topic.commit(page)
             raw.call('delete', ledger)
             self._renewed.pop(s, None)
@@ -206,27 +188,3 @@ def _ledger_rows(raw: _conn.Raw, topic: str, span: Span) -> Iterator[Any]:
     for lo in range(span.lo, span.hi, PAGE):
         entries: list[bytes] = raw.call('lrange', span.snapshot, lo, min(lo + PAGE, span.hi) - 1)
         yield from _topic_bodies(raw, topic, [e.split(b' ', 1)[0] for e in entries])
-
-
-def release(url: str, topic: str, consumer: str = 'spark', **client_options: Any) -> int:
-    """Gives back every message a retired streaming query (reading ``topic`` as ``consumer``) still holds.
-
-    Its ledgers' messages return to the front of the backlog (delivery counts kept) and the ledgers are
-    deleted. Run it only when no query reads as ``consumer``: a live one would replay a released batch
-    with nothing in it. Returns how many messages were released.
-    """
-    from ferroq.server import redact_url
-
-    conn = Connection(url=url, shown_url=redact_url(url), **client_options)
-    raw = _conn.raw(conn)
-    prefix = keys.spark_prefix('topic', topic)
-    lock = keys.spark_lock(prefix, consumer)
-    if raw.call('get', lock) is not None:
-        raise InvalidArgument(f'a streaming query is reading topic {topic} as consumer {consumer!r}: stop it first')
-    handle = ferroq.Client(url, **client_options).topic(topic)
-    released = 0
-    for ledger in raw.run(lambda r: list(r.scan_iter(match=keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'))):
-        for page in _ledger_messages(raw, topic, ledger):
-            released += len(handle.release(page))
-        raw.call('delete', ledger)
-    return released

@@ -1,0 +1,65 @@
+"""Administration of the Spark connector's state in Redis, with no pyspark needed (the CLI uses it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ferroq.exceptions import InvalidArgument
+from ferroq.protocol import keys
+from ferroq.spark import _conn
+from ferroq.spark._lock import LOCK_TTL_MS
+from ferroq.spark._options import parse
+from ferroq.types import Message
+
+__all__ = ['PAGE', 'ledger_messages', 'release']
+
+#: Ledger entries read per round trip.
+PAGE = 1000
+
+
+def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
+    """The ``<id> <token>`` entries of a ledger, as Messages (no fields) in pages of PAGE."""
+    start = 0
+    while True:
+        entries: list[bytes] = raw.call('lrange', ledger, start, start + PAGE - 1)
+        if not entries:
+            return
+        page = []
+        for entry in entries:
+            mid, _, token = entry.decode().partition(' ')
+            page.append(Message(mid, topic, {}, int(token)))
+        yield page
+        if len(entries) < PAGE:
+            return
+        start += PAGE
+
+
+def release(url: str, topic: str, consumer: str = 'spark', *, force: bool = False, **client_options: Any) -> int:
+    """Gives back every message a retired streaming query (reading ``topic`` as ``consumer``) still holds.
+
+    Its ledgers' messages return to the front of the backlog (delivery counts kept) and the ledgers are
+    deleted. Run it only when no query reads as ``consumer``: a live one would replay a released batch with
+    nothing in it. While a query's lock is there (up to two minutes after its last poll) it is refused,
+    unless ``force``. ``client_options`` are those of ``ferroq.Client``. Returns how many were released.
+
+    Raises:
+        InvalidArgument: a bad name or option, or a query holds the consumer's lock (without ``force``).
+    """
+    options = {'url': url, 'topic': topic, 'consumer': consumer, **{k: str(v) for k, v in client_options.items()}}
+    plan = parse(options, 'stream_read')
+    raw = _conn.raw(plan.connection)
+    prefix = keys.spark_prefix('topic', topic)
+    if not force and raw.call('get', keys.spark_lock(prefix, consumer)) is not None:
+        raise InvalidArgument(
+            f'a streaming query is reading topic {topic} as consumer {consumer!r} (or stopped less than '
+            f'{LOCK_TTL_MS // 1000} s ago): stop it first, or force the release'
+        )
+    handle = _conn.native(plan.connection).topic(topic)
+    pattern = keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'
+    released = 0
+    for ledger in raw.run(lambda r: list(r.scan_iter(match=pattern))):
+        for page in ledger_messages(raw, topic, ledger):
+            released += len(handle.release(page))
+        raw.call('delete', ledger)
+    return released
