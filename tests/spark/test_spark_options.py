@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import redis
 import ferroq
 from _redis import PASSWORD, RedisServer
 from ferroq.exceptions import InvalidArgument, InvalidName
-from ferroq.spark._options import OPTIONS, parse
+from ferroq.spark._options import OPTIONS, options_table, parse
 from ferroq.spark._stream_read import StreamsReader
 
 URL = 'redis://127.0.0.1:1/0'
@@ -116,3 +117,9 @@ def test_two_live_queries_with_one_consumer_are_refused(redis_url: str) -> None:
     other.latestOffset(other.initialOffset(), None)  # another consumer reads on its own
     first.stop()
     second.latestOffset({'id': '5-0'}, None)  # free once the first one stopped
+
+
+def test_the_readme_lists_every_option() -> None:
+    readme = (Path(__file__).resolve().parents[2] / 'README.md').read_text()
+    block = readme.split('<!-- spark-options -->\n', 1)[1].split('<!-- /spark-options -->', 1)[0]
+    assert block.strip() == options_table(), 'regenerate the block with ferroq.spark._options.options_table()'

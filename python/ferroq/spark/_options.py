@@ -365,3 +365,19 @@ def _position(given: Mapping[str, str], name: str, default: str, mode: Mode) -> 
             f'option {name} must be earliest, latest, an entry id (<ms>-<seq>) or an ISO-8601 time, got {text!r}'
         ) from None
     return value
+
+
+def options_table() -> str:
+    """The README's options table (between ``<!-- spark-options -->`` markers; a test keeps them equal)."""
+    words = {'read': 'read', 'write': 'write', 'stream_read': 'readStream', 'stream_write': 'writeStream'}
+    lines = ['| option | default | applies to | meaning |', '|---|---|---|---|']
+    for o in OPTIONS:
+        modes = ', '.join(w for m, w in words.items() if m in o.modes)
+        kinds = (
+            ''
+            if o.kinds == _ALL_KINDS
+            else ' (' + ', '.join(k for k in ('topic', 'rsmq', 'stream') if k in o.kinds) + ')'
+        )
+        default = f'`{o.default}`' if o.default else ''
+        lines.append(f'| `{o.name}` | {default} | {modes}{kinds} | {o.help} |')
+    return '\n'.join(lines)
