@@ -10,7 +10,10 @@ Input:
   ARGV[4]  '~' (approximate trimming, whole macro-nodes, cheap) or '=' (exact)
   ARGV[5..] per message: n, its number of fields (1..1000), then its n field/value pairs
 
-Output: {id, ...} the new entry ids in input order (server-made, so they keep the stream's order).
+Output: {'ok', {id, ...}}: the new entry ids in input order (server-made, so they keep the stream's order);
+or {'done', {id, ...}} when the token's record exists: the chunk was appended by an earlier call (a retry
+after a lost reply, or an idempotent publish repeated with the same dedup key), nothing is appended, and the
+ids are that call's.
 ]]
 local done = redis.call('GET', KEYS[2])
 if done then
@@ -18,7 +21,7 @@ if done then
   for id in string.gmatch(done, '%S+') do
     ids[#ids + 1] = id
   end
-  return ids
+  return { 'done', ids }
 end
 local ids = {}
 local i = 5
@@ -32,4 +35,4 @@ if ARGV[2] ~= '' then
   redis.call('XTRIM', KEYS[1], ARGV[2], ARGV[4], ARGV[3])
 end
 redis.call('SET', KEYS[2], table.concat(ids, ' '), 'PX', ARGV[1])
-return ids
+return { 'ok', ids }

@@ -3,19 +3,31 @@
 Input:
   KEYS[1]  {ns}:{q} (ZSET: id -> epoch ms at which it becomes visible)
   KEYS[2]  {ns}:{q}:Q (HASH)
+  KEYS[3]  {ns}:{q}:published:{token} (STRING: the ids the first call with this token sent; RSMQ ignores it)
   ARGV[1]  delay in ms, or '' for the queue's delay (stored in seconds; a fraction is honoured, rounded to ms)
   ARGV[2]  the longest message of the call, in UTF-16 code units (RSMQ's measure)
   ARGV[3]  the realtime channel {ns}:rt:{q} to PUBLISH the queue size on, or '' for none
-  ARGV[4..] per message: 22 random characters of [A-Za-z0-9], then the message
+  ARGV[4]  how long the token's record is kept, in ms
+  ARGV[5..] per message: 22 random characters of [A-Za-z0-9], then the message
 
-Output: {'ok', {id, ...}} in input order | {'notfound'} | {'toolong', maxsize}. Nothing is written
-unless the reply is 'ok'.
+Output: {'ok', {id, ...}} in input order | {'done', {id, ...}} | {'notfound'} | {'toolong', maxsize}.
+'done': the token's record exists, so the chunk was sent by an earlier call (a retry after a lost reply,
+or an idempotent send repeated with the same dedup key); nothing is written and the ids are that call's.
+Nothing is written unless the reply is 'ok'.
 
 The id of message i (0-based) is base36(now_us + i) .. its 22 characters, now_us = TIME in epoch
 microseconds: RSMQ's 32-character id, lowercase base36 with no padding. Within one ZSET score, members
 sort by id, so messages sent in the same millisecond are received in send order. Every message gets
 score now_ms + delay_ms. totalsent grows by the number of messages.
 ]]
+local done = redis.call('GET', KEYS[3])
+if done then
+  local ids = {}
+  for id in string.gmatch(done, '%S+') do
+    ids[#ids + 1] = id
+  end
+  return { 'done', ids }
+end
 local q = redis.call('HMGET', KEYS[2], 'vt', 'delay', 'maxsize')
 if not q[1] or not q[2] or not q[3] then
   return { 'notfound' }
@@ -45,7 +57,7 @@ local function base36(n)
 end
 
 local ids, members, bodies = {}, {}, {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local id = base36(now_us + #ids) .. ARGV[i]
   ids[#ids + 1] = id
   members[#members + 1], members[#members + 2] = score, id
@@ -57,4 +69,5 @@ redis.call('HINCRBY', KEYS[2], 'totalsent', #ids)
 if ARGV[3] ~= '' then
   redis.call('PUBLISH', ARGV[3], redis.call('ZCARD', KEYS[1]))
 end
+redis.call('SET', KEYS[3], table.concat(ids, ' '), 'PX', ARGV[4])
 return { 'ok', ids }
