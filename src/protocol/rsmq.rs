@@ -385,6 +385,21 @@ pub fn decode_send(pool: &Pool, q: &Queue, reply: Value, messages: &[String]) ->
     }
 }
 
+/// The queue's maxsize (-1: unlimited) and its stored text, read with HMGET; QueueNotFound if it does not exist.
+pub async fn queue_maxsize(pool: &Pool, q: &Queue) -> Result<(i64, String)> {
+    let mut hmget = redis::cmd("HMGET");
+    hmget.arg(&q.keys.hash).arg("vt").arg("delay").arg("maxsize");
+    let hmget = &hmget;
+    let reply = pool
+        .run(true, |mut conn| async move { pool.query(&mut conn, hmget).await })
+        .await?;
+    let [_vt, _delay, maxsize] = take::<3>(reply, "HMGET of the queue attributes")?;
+    let (Some(_), Some(_), Some(maxsize)) = (opt_string(_vt)?, opt_string(_delay)?, opt_string(maxsize)?) else {
+        return Err(q.not_found());
+    };
+    Ok((maxsize.trim().parse().unwrap_or(-1), maxsize))
+}
+
 /// Sends validated messages (delay in ms; None: the queue's); returns their ids in input order. Messages
 /// longer than the queue's maxsize raise a BatchError listing them, and nothing is written.
 pub async fn send_batch(pool: &Pool, q: &Queue, messages: Vec<String>, delay_ms: Option<u64>) -> Result<Vec<String>> {
@@ -394,17 +409,7 @@ pub async fn send_batch(pool: &Pool, q: &Queue, messages: Vec<String>, delay_ms:
     let chunk = pool.opts.chunk_size;
     if messages.len() > chunk {
         // Several scripts: check what they would refuse first, so nothing is written on a predictable error.
-        let mut hmget = redis::cmd("HMGET");
-        hmget.arg(&q.keys.hash).arg("vt").arg("delay").arg("maxsize");
-        let hmget = &hmget;
-        let reply = pool
-            .run(true, |mut conn| async move { pool.query(&mut conn, hmget).await })
-            .await?;
-        let [_vt, _delay, maxsize] = take::<3>(reply, "HMGET of the queue attributes")?;
-        let (Some(_), Some(_), Some(maxsize)) = (opt_string(_vt)?, opt_string(_delay)?, opt_string(maxsize)?) else {
-            return Err(q.not_found());
-        };
-        let limit: i64 = maxsize.trim().parse().unwrap_or(-1);
+        let (limit, maxsize) = queue_maxsize(pool, q).await?;
         if limit != -1 && messages.iter().any(|m| utf16_len(m) as i64 > limit) {
             return Err(too_long(&messages, &maxsize));
         }

@@ -313,6 +313,19 @@ def send_batch(ctx: Settings, ref: RsmqRef, messages: Iterable[str], delay: floa
     return (yield from _send(ctx, ref, items, lengths, delay_ms, single=False))
 
 
+def queue_maxsize(ctx: Settings, ref: RsmqRef) -> Plan[tuple[int, str]]:
+    """The queue's maxsize (-1: unlimited) and its stored text; QueueNotFound if it does not exist."""
+    reply = (yield from send(ctx, [('HMGET', ref.hash, 'vt', 'delay', 'maxsize')], retry_drop=True))[0]
+    if not isinstance(reply, list) or len(reply) != 3:
+        raise reply_error(ctx, 'HMGET', reply)
+    if None in reply:
+        raise _not_found(ref)
+    try:
+        return int(reply[2]), str(reply[2])
+    except ValueError:
+        raise reply_error(ctx, 'HMGET', reply) from None
+
+
 def _batch_too_long(lengths: list[int], maxsize: str) -> BatchError:
     limit = int(maxsize)
     errors: list[tuple[int, FerroqError]] = [
