@@ -73,7 +73,21 @@ pub fn write_f64(out: &mut Vec<u8>, v: f64) {
     } else if v.is_infinite() {
         out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
     } else {
-        py_from_exp(out, &format!("{v:e}"));
+        py_from_exp(out, &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)));
+    }
+}
+
+/// Among the shortest decimals that read back as the float, the nearest to it, ties to even (as Python's
+/// repr): `shortest` is Rust's shortest form (which may take the other one of a tie); `exact(p)` formats
+/// the exact value rounded to p digits after the first, half to even.
+fn nearest_shortest(shortest: String, exact: impl Fn(usize) -> String, round_trips: impl Fn(&str) -> bool) -> String {
+    let mantissa = shortest.split('e').next().unwrap_or_default();
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    let rounded = exact(digits.saturating_sub(1));
+    if rounded != shortest && round_trips(&rounded) {
+        rounded
+    } else {
+        shortest
     }
 }
 
@@ -84,7 +98,7 @@ pub fn write_f32(out: &mut Vec<u8>, v: f32) {
     } else if v.is_infinite() {
         out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
     } else {
-        py_from_exp(out, &format!("{v:e}"));
+        py_from_exp(out, &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)));
     }
 }
 
@@ -903,6 +917,8 @@ mod tests {
             (-2.5, "-2.5"),
             (1.0 / 3.0, "0.3333333333333333"),
             (12345.678, "12345.678"),
+            // a tie between two shortest forms: Python takes the even digit
+            (-670048525966254.25, "-670048525966254.2"),
         ];
         for (v, want) in cases {
             assert_eq!(f64s(*v), *want, "{v:e}");

@@ -239,7 +239,7 @@ def test_errors_before_anything_is_written(make_client, redis_url, r):
         t.publish_arrow(pa.table({'a': [1, 2, None], 'b': ['x', None, None]}))
     with pytest.raises(MessageTooLarge, match='row 1: message is 201 bytes, more than max_message_bytes=100'):
         t.publish_arrow(pa.table({'a': ['x', 'y' * 200]}))
-    with pytest.raises(InvalidMessage, match="row 1: a message id must be"):
+    with pytest.raises(InvalidMessage, match='row 1: a message id must be'):
         t.publish_arrow(pa.table({'k': ['ok', 'not ok'], 'v': [1, 2]}), id_column='k')
     with pytest.raises(InvalidArgument, match="value_column 'n' must be a string column"):
         c.rsmq('q').send_arrow(pa.table({'n': [b'x']}), value_column='n')
@@ -260,7 +260,7 @@ def test_a_bad_row_stops_at_its_chunk(make_client, redis_url, r):
 def test_rsmq_maxsize_names_the_row(client, r):
     q = client.rsmq('q')
     q.create(maxsize=1024)
-    with pytest.raises(MessageTooLarge, match="row 1: message is 1025 characters .* maxsize 1024"):
+    with pytest.raises(MessageTooLarge, match='row 1: message is 1025 characters .* maxsize 1024'):
         q.send_arrow(pa.table({'m': ['ok', 'x' * 1025]}), value_column='m')
     assert r.zcard('rsmq:q') == 0
 
