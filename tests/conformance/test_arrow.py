@@ -10,8 +10,8 @@ import pytest
 
 pa = pytest.importorskip('pyarrow')
 
-from ferroq.exceptions import InvalidArgument, InvalidMessage, MessageTooLarge, QueueNotFound  # noqa: E402
-from ferroq.protocol import keys  # noqa: E402
+from ferroq.exceptions import InvalidArgument, InvalidMessage, MessageTooLarge, QueueNotFound
+from ferroq.protocol import keys
 
 SKEY = keys.stream_key('ev')
 
