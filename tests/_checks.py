@@ -52,3 +52,8 @@ def run_in_threads(work: Callable[[int], object], n: int, timeout: float = 60.0)
     for th in threads:
         th.join(timeout)
     return errors
+
+
+def queue_keys(r: Any, pattern: str = '*') -> set[str]:
+    """The keys matching ``pattern`` except the send records (``...:published:<token>``), which expire by themselves."""
+    return {k for k in r.keys(pattern) if ':published:' not in k}

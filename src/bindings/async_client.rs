@@ -433,6 +433,23 @@ impl AsyncTopic {
         run_async(py, self.inner.publish_stream_op(messages))
     }
 
+    #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), id_column=None, value_column=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, id_column=None, value_column=None)")]
+    fn publish_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        dedup_key: Option<&Bound<'py, PyAny>>,
+        dedup_ttl: Arg<'py>,
+        id_column: Option<&Bound<'py, PyAny>>,
+        value_column: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        run_async(
+            py,
+            self.inner
+                .publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column),
+        )
+    }
+
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
     fn claim<'py>(
         &self,

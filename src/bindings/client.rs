@@ -10,6 +10,7 @@ use pyo3::exceptions::PyModuleNotFoundError;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyString};
 
+use crate::bindings::arrow;
 use crate::bindings::convert::{self, repr};
 use crate::bindings::exceptions::{issue_warnings, to_pyerr, IntoPy};
 use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
@@ -397,6 +398,25 @@ impl TopicCore {
                 }
             }) as Convert)
         }))
+    }
+
+    /// publish_arrow: the arguments, then the data's schema, are checked before anything is sent.
+    pub fn publish_arrow_op(
+        &self,
+        data: &Bound<'_, PyAny>,
+        dedup_key: Option<&Bound<'_, PyAny>>,
+        dedup_ttl: &Arg<'_>,
+        id_column: Option<&Bound<'_, PyAny>>,
+        value_column: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let (pool, job, _) = self.pool_after(|| {
+            let key = arrow::dedup_key(dedup_key)?;
+            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
+            let id = arrow::column_name(id_column, "id_column")?;
+            let value = arrow::column_name(value_column, "value_column")?;
+            arrow::job(arrow::Sink::Topic(self.keys.clone()), data, key, ttl, id, value)
+        })?;
+        Ok(arrow::op(pool, job))
     }
 
     pub fn claim_op(
@@ -805,6 +825,23 @@ impl Topic {
 
     fn publish_stream(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         run_sync(py, self.inner.publish_stream_op(messages).py_err(py)?)
+    }
+
+    #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), id_column=None, value_column=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, id_column=None, value_column=None)")]
+    fn publish_arrow(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        dedup_key: Option<&Bound<'_, PyAny>>,
+        dedup_ttl: Arg<'_>,
+        id_column: Option<&Bound<'_, PyAny>>,
+        value_column: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let op = self
+            .inner
+            .publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column)
+            .py_err(py)?;
+        run_sync(py, op)
     }
 
     #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
+use crate::bindings::arrow;
 use crate::bindings::async_client::run_async;
 use crate::bindings::client::{op, prepare, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
@@ -183,6 +184,25 @@ impl RsmqCore {
         )
     }
 
+    /// send_arrow: the arguments, then the data's schema, are checked before anything is sent.
+    fn send_arrow_op(
+        &self,
+        data: &Bound<'_, PyAny>,
+        dedup_key: Option<&Bound<'_, PyAny>>,
+        dedup_ttl: &Arg<'_>,
+        value_column: Option<&Bound<'_, PyAny>>,
+        delay: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Op> {
+        let (pool, job) = self.core.pool_after(|| {
+            let key = arrow::dedup_key(dedup_key)?;
+            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
+            let value = arrow::column_name(value_column, "value_column")?;
+            let delay = call_ms(delay, "delay")?.map(|d| d.to_string()).unwrap_or_default();
+            arrow::job(arrow::Sink::Rsmq(self.queue.clone(), delay), data, key, ttl, None, value)
+        })?;
+        Ok(arrow::op(pool, job))
+    }
+
     /// receive / receive_batch / pop / pop_batch; `count` None means one message, returned alone.
     fn take_op(
         &self,
@@ -308,6 +328,19 @@ macro_rules! rsmq_methods {
                 delay: Option<&Bound<'py, PyAny>>,
             ) -> PyResult<Bound<'py, PyAny>> {
                 $run(py, self.inner.send_op(message, delay))
+            }
+
+            #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), value_column=None, delay=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, value_column=None, delay=None)")]
+            fn send_arrow<'py>(
+                &self,
+                py: Python<'py>,
+                data: &Bound<'py, PyAny>,
+                dedup_key: Option<&Bound<'py, PyAny>>,
+                dedup_ttl: Arg<'py>,
+                value_column: Option<&Bound<'py, PyAny>>,
+                delay: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                $run(py, self.inner.send_arrow_op(data, dedup_key, &dedup_ttl, value_column, delay))
             }
 
             #[pyo3(signature = (messages, delay=None))]

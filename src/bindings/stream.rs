@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
+use crate::bindings::arrow;
 use crate::bindings::async_client::run_async;
 use crate::bindings::client::{prepare, prepare_plain, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
@@ -115,6 +116,25 @@ impl StreamCore {
                 dead: StreamKeys::new(&dead),
             }),
         })
+    }
+
+    /// publish_arrow: the arguments, then the data's schema, are checked before anything is sent.
+    fn publish_arrow_op(
+        &self,
+        data: &Bound<'_, PyAny>,
+        dedup_key: Option<&Bound<'_, PyAny>>,
+        dedup_ttl: &Arg<'_>,
+        value_column: Option<&Bound<'_, PyAny>>,
+        limits: (Option<&Bound<'_, PyAny>>, Option<&Bound<'_, PyAny>>, &Arg<'_>),
+    ) -> Result<Op> {
+        let (pool, job) = self.core.pool_after(|| {
+            let key = arrow::dedup_key(dedup_key)?;
+            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
+            let value = arrow::column_name(value_column, "value_column")?;
+            let retention = retention(limits.0, limits.1, limits.2)?;
+            arrow::job(arrow::Sink::Stream(self.keys.clone(), retention), data, key, ttl, None, value)
+        })?;
+        Ok(arrow::op(pool, job))
     }
 
     /// publish / publish_batch: `messages` checked, then the retention, then one publish-2 call per chunk.
@@ -437,6 +457,23 @@ macro_rules! stream_methods {
                 approximate: Arg<'py>,
             ) -> PyResult<Bound<'py, PyAny>> {
                 $run(py, self.inner.publish_batch_op(messages, maxlen, max_age, &approximate))
+            }
+
+            #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), value_column=None, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, value_column=None, maxlen=None, max_age=None, approximate=True)")]
+            #[allow(clippy::too_many_arguments)]
+            fn publish_arrow<'py>(
+                &self,
+                py: Python<'py>,
+                data: &Bound<'py, PyAny>,
+                dedup_key: Option<&Bound<'py, PyAny>>,
+                dedup_ttl: Arg<'py>,
+                value_column: Option<&Bound<'py, PyAny>>,
+                maxlen: Option<&Bound<'py, PyAny>>,
+                max_age: Option<&Bound<'py, PyAny>>,
+                approximate: Arg<'py>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let limits = (maxlen, max_age, &approximate);
+                $run(py, self.inner.publish_arrow_op(data, dedup_key, &dedup_ttl, value_column, limits))
             }
 
             fn length<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -30,6 +30,19 @@ pub fn rfq_delayed(topic: &str) -> String {
     format!("{RFQ_PREFIX}{topic}:delayed")
 }
 
+/// `rfq:{topic}:published:{token}`: the STRING recording that one publish chunk (its token) was written.
+pub fn rfq_published(topic: &str, token: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:published:{token}")
+}
+
+/// The marker token of chunk `chunk` of an idempotent publish with `dedup_key`: the 32-hex SHA1 of
+/// `<dedup_key>:<chunk>`, so a repeated call (a Spark task retried) names the same markers.
+pub fn dedup_token(dedup_key: &str, chunk: usize) -> String {
+    let mut t = sha1_smol::Sha1::from(format!("{dedup_key}:{chunk}")).digest().to_string();
+    t.truncate(32);
+    t
+}
+
 /// Every key of one topic, built once per `Topic`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicKeys {
@@ -69,6 +82,11 @@ impl TopicKeys {
             &self.deliveries,
             &self.delayed,
         ]
+    }
+
+    /// The record of one publish chunk (see [`rfq_published`]).
+    pub fn published(&self, token: &str) -> String {
+        rfq_published(&self.name, token)
     }
 
     pub fn message(&self, id: &str) -> String {
@@ -139,6 +157,12 @@ pub fn rsmq_channel(ns: &str, qname: &str) -> String {
     format!("{ns}:rt:{qname}")
 }
 
+/// `{ns}:{q}:published:{token}`: the STRING of the ids one send chunk (its token) sent. RSMQ clients only
+/// read `{ns}:{q}`, `{ns}:{q}:Q` and `{ns}:QUEUES`, so they ignore it.
+pub fn rsmq_published(ns: &str, q: &str, token: &str) -> String {
+    format!("{ns}:{q}:published:{token}")
+}
+
 /// Every key of one RSMQ queue, built once per queue object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RsmqKeys {
@@ -167,6 +191,11 @@ impl RsmqKeys {
         Self::new(&self.ns, name)
     }
 
+    /// `{ns}:{q}:published:{token}`: the STRING of the ids one send chunk (its token) sent.
+    pub fn published(&self, token: &str) -> String {
+        rsmq_published(&self.ns, &self.name, token)
+    }
+
     /// `{ns}:`, which the receive script puts before a dead-letter queue's name.
     pub fn ns_prefix(&self) -> String {
         format!("{}:", self.ns)
@@ -186,7 +215,8 @@ impl RsmqKeys {
 // ---- Streams topics --------------------------------------------------------------------------------
 
 pub const STREAM_PREFIX: &str = "ferroq:stream:";
-/// How long a publish token's record lives, in ms (it must outlast a retry after a dropped reply).
+/// How long a publish token's record lives, in ms (it must outlast a retry after a dropped reply); the
+/// records of RSMQ sends live as long.
 pub const STREAM_PUBLISH_TOKEN_MS: u64 = 120_000;
 
 /// `ferroq:stream:{name}`: the STREAM holding the entries.
@@ -281,6 +311,10 @@ mod tests {
         assert_eq!(k.key, "ferroq:stream:events");
         assert_eq!(k.all(), ["ferroq:stream:events"]);
         assert_eq!(k.published("ab12"), "ferroq:stream:events:published:ab12");
+        assert_eq!(TopicKeys::new("t").published("ab"), "rfq:t:published:ab");
+        assert_eq!(RsmqKeys::new("rsmq", "q").published("ab"), "rsmq:q:published:ab");
+        // Python: hashlib.sha1(b'job-7:3').hexdigest()[:32]
+        assert_eq!(dedup_token("job-7", 3).len(), 32);
         assert_eq!(stream_published("a.b", "t"), "ferroq:stream:a.b:published:t");
     }
 }

@@ -80,12 +80,13 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
         .chunks(chunk)
         .zip(messages.chunks(chunk))
         .map(|(ids, msgs)| {
-            let mut cmd = scripts::evalsha(Id::Publish, 1 + ids.len());
-            cmd.arg(&topic.backlog);
+            // No record: insert-if-absent already makes a repeated chunk harmless (the key is passed, unused).
+            let mut cmd = scripts::evalsha(Id::Publish, 2 + ids.len());
+            cmd.arg(&topic.backlog).arg(topic.published(&ids[0]));
             for id in ids {
                 cmd.arg(topic.message(id));
             }
-            cmd.arg(if front { "1" } else { "0" });
+            cmd.arg(if front { "1" } else { "0" }).arg("");
             for (id, fields) in ids.iter().zip(msgs) {
                 cmd.arg(id).arg(fields.len());
                 for (k, v) in fields {

@@ -13,7 +13,7 @@ use crate::errors::{Error, ErrorKind, Result};
 use crate::pool::Pool;
 use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pipelines, string, take};
 use crate::protocol::ids;
-use crate::protocol::keys::RsmqKeys;
+use crate::protocol::keys::{RsmqKeys, STREAM_PUBLISH_TOKEN_MS};
 use crate::protocol::validate::{self, py_repr, utf16_len};
 use crate::scripts::{self, Id};
 
@@ -342,18 +342,62 @@ fn too_long(messages: &[String], maxsize: &str) -> Error {
     validate::batch_error(errors, messages.len())
 }
 
-fn send_cmd(q: &Queue, delay_ms: &str, messages: &[String], randoms: &[String]) -> Cmd {
-    let longest = messages.iter().map(|m| utf16_len(m)).max().unwrap_or(0);
-    let mut cmd = scripts::evalsha(Id::RsmqSend, 2);
+/// One send-3 call: `token` names the chunk's record (kept `record_ms`), `longest` is its longest message in
+/// UTF-16 units. The caller appends the messages (22 random characters, body).
+pub fn send_head(q: &Queue, delay_ms: &str, longest: usize, token: &str, record_ms: u64) -> Cmd {
+    let mut cmd = scripts::evalsha(Id::RsmqSend, 3);
     cmd.arg(&q.keys.queue)
         .arg(&q.keys.hash)
+        .arg(q.keys.published(token))
         .arg(delay_ms)
         .arg(longest)
-        .arg(if q.realtime { q.keys.channel.as_str() } else { "" });
+        .arg(if q.realtime { q.keys.channel.as_str() } else { "" })
+        .arg(record_ms);
+    cmd
+}
+
+fn send_cmd(q: &Queue, delay_ms: &str, messages: &[String], randoms: &[String], token: &str) -> Cmd {
+    let longest = messages.iter().map(|m| utf16_len(m)).max().unwrap_or(0);
+    let mut cmd = send_head(q, delay_ms, longest, token, STREAM_PUBLISH_TOKEN_MS);
     for (r, m) in randoms.iter().zip(messages) {
         cmd.arg(r).arg(m);
     }
     cmd
+}
+
+/// A send-3 reply: the ids, and whether they were sent by this call (`false`: an earlier call with the same
+/// token sent them). `messages` only names the too-long ones in the error.
+pub fn decode_send(pool: &Pool, q: &Queue, reply: Value, messages: &[String]) -> Result<(Vec<String>, bool)> {
+    let (word, rest) = status(pool, Id::RsmqSend, reply)?;
+    match (word.as_str(), rest.len()) {
+        ("ok" | "done", 1) => {
+            let ids = array(rest.into_iter().next().unwrap_or(Value::Nil))?
+                .into_iter()
+                .map(string)
+                .collect::<Result<Vec<_>>>()?;
+            Ok((ids, word == "ok"))
+        }
+        ("toolong", 1) => {
+            let maxsize = string(rest.into_iter().next().unwrap_or(Value::Nil))?;
+            Err(too_long(messages, &maxsize))
+        }
+        (word, _) => Err(outcome_error(pool, q, Id::RsmqSend, word, rest)),
+    }
+}
+
+/// The queue's maxsize (-1: unlimited) and its stored text, read with HMGET; QueueNotFound if it does not exist.
+pub async fn queue_maxsize(pool: &Pool, q: &Queue) -> Result<(i64, String)> {
+    let mut hmget = redis::cmd("HMGET");
+    hmget.arg(&q.keys.hash).arg("vt").arg("delay").arg("maxsize");
+    let hmget = &hmget;
+    let reply = pool
+        .run(true, |mut conn| async move { pool.query(&mut conn, hmget).await })
+        .await?;
+    let [_vt, _delay, maxsize] = take::<3>(reply, "HMGET of the queue attributes")?;
+    let (Some(_), Some(_), Some(maxsize)) = (opt_string(_vt)?, opt_string(_delay)?, opt_string(maxsize)?) else {
+        return Err(q.not_found());
+    };
+    Ok((maxsize.trim().parse().unwrap_or(-1), maxsize))
 }
 
 /// Sends validated messages (delay in ms; None: the queue's); returns their ids in input order. Messages
@@ -365,45 +409,25 @@ pub async fn send_batch(pool: &Pool, q: &Queue, messages: Vec<String>, delay_ms:
     let chunk = pool.opts.chunk_size;
     if messages.len() > chunk {
         // Several scripts: check what they would refuse first, so nothing is written on a predictable error.
-        let mut hmget = redis::cmd("HMGET");
-        hmget.arg(&q.keys.hash).arg("vt").arg("delay").arg("maxsize");
-        let hmget = &hmget;
-        let reply = pool
-            .run(true, |mut conn| async move { pool.query(&mut conn, hmget).await })
-            .await?;
-        let [_vt, _delay, maxsize] = take::<3>(reply, "HMGET of the queue attributes")?;
-        let (Some(_), Some(_), Some(maxsize)) = (opt_string(_vt)?, opt_string(_delay)?, opt_string(maxsize)?) else {
-            return Err(q.not_found());
-        };
-        let limit: i64 = maxsize.trim().parse().unwrap_or(-1);
+        let (limit, maxsize) = queue_maxsize(pool, q).await?;
         if limit != -1 && messages.iter().any(|m| utf16_len(m) as i64 > limit) {
             return Err(too_long(&messages, &maxsize));
         }
     }
     let randoms = ids::rsmq_randoms(messages.len());
     let delay = delay_ms.map(|d| d.to_string()).unwrap_or_default();
+    let tokens = ids::new_tokens(messages.len().div_ceil(chunk));
     let cmds: Vec<Cmd> = messages
         .chunks(chunk)
         .zip(randoms.chunks(chunk))
-        .map(|(m, r)| send_cmd(q, &delay, m, r))
+        .zip(&tokens)
+        .map(|((m, r), t)| send_cmd(q, &delay, m, r, t))
         .collect();
-    // Not repeated after a drop: the ids are made by the script, so a repeat would duplicate.
-    let replies = eval_all(pool, false, Id::RsmqSend, &pipelines(cmds)).await?;
+    // Once per token: a repeat after a dropped connection returns the first call's ids, sending nothing.
+    let replies = eval_all(pool, true, Id::RsmqSend, &pipelines(cmds)).await?;
     let mut out = Vec::with_capacity(messages.len());
     for reply in replies {
-        let (word, rest) = status(pool, Id::RsmqSend, reply)?;
-        match (word.as_str(), rest.len()) {
-            ("ok", 1) => {
-                for id in array(rest.into_iter().next().unwrap_or(Value::Nil))? {
-                    out.push(string(id)?);
-                }
-            }
-            ("toolong", 1) => {
-                let maxsize = string(rest.into_iter().next().unwrap_or(Value::Nil))?;
-                return Err(too_long(&messages, &maxsize));
-            }
-            (word, _) => return Err(outcome_error(pool, q, Id::RsmqSend, word, rest)),
-        }
+        out.extend(decode_send(pool, q, reply, &messages)?.0);
     }
     if out.len() != messages.len() {
         return Err(Error::protocol(format!(
@@ -627,14 +651,17 @@ mod tests {
         let q = Queue::new("rsmq", "jobs", true);
         let msgs = vec!["hi".to_string(), "😀x".to_string()];
         let randoms = ids::rsmq_randoms(2);
-        let args = packed(&send_cmd(&q, "", &msgs, &randoms));
+        let args = packed(&send_cmd(&q, "", &msgs, &randoms, "t0"));
         assert_eq!(args[0], "EVALSHA");
         assert_eq!(args[1], Id::RsmqSend.script().sha);
-        assert_eq!(&args[2..8], ["2", "rsmq:jobs", "rsmq:jobs:Q", "", "3", "rsmq:rt:jobs"]);
-        assert_eq!(&args[8..], [&randoms[0], "hi", &randoms[1], "😀x"]);
+        assert_eq!(
+            &args[2..10],
+            ["3", "rsmq:jobs", "rsmq:jobs:Q", "rsmq:jobs:published:t0", "", "3", "rsmq:rt:jobs", "120000"]
+        );
+        assert_eq!(&args[10..], [&randoms[0], "hi", &randoms[1], "😀x"]);
         let quiet = Queue::new("rsmq", "jobs", false);
         assert_eq!(
-            packed(&send_cmd(&quiet, "1500", &msgs, &randoms))[5..8],
+            packed(&send_cmd(&quiet, "1500", &msgs, &randoms, "t0"))[6..9],
             ["1500", "3", ""]
         );
     }

@@ -339,6 +339,18 @@ fn decode_autoclaim(v: Value) -> Result<Vec<Entry>> {
 }
 
 /// The ids every reply of a chunked script call listed, in order.
+/// A publish-2 reply `{'ok'|'done', {id, ...}}`: the ids, and whether this call appended them (`false`: an
+/// earlier call with the same token did).
+pub fn decode_publish(reply: Value) -> Result<(Vec<String>, bool)> {
+    let [word, ids] = take::<2>(reply, "stream publish")?;
+    let fresh = match string(word)?.as_str() {
+        "ok" => true,
+        "done" => false,
+        other => return Err(Error::protocol(format!("unexpected stream publish status {other:?}"))),
+    };
+    Ok((array(ids)?.into_iter().map(string).collect::<Result<_>>()?, fresh))
+}
+
 fn all_ids(replies: Vec<Value>) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for reply in replies {
@@ -376,15 +388,21 @@ fn xgroup(sub: &str, g: &Group) -> Cmd {
     c
 }
 
-fn publish_cmd(s: &StreamKeys, token: &str, retention: &Retention, messages: &[Fields]) -> Cmd {
+/// One publish-2 call: `token` names the chunk's record (kept `record_ms`); the caller appends the messages.
+pub fn publish_head(s: &StreamKeys, token: &str, record_ms: u64, retention: &Retention) -> Cmd {
     let (strategy, threshold, mode) = retention.args();
     let mut c = scripts::evalsha(Id::StreamPublish, 2);
     c.arg(&s.key)
         .arg(s.published(token))
-        .arg(STREAM_PUBLISH_TOKEN_MS)
+        .arg(record_ms)
         .arg(strategy)
         .arg(threshold)
         .arg(mode);
+    c
+}
+
+fn publish_cmd(s: &StreamKeys, token: &str, retention: &Retention, messages: &[Fields]) -> Cmd {
+    let mut c = publish_head(s, token, STREAM_PUBLISH_TOKEN_MS, retention);
     for fields in messages {
         c.arg(fields.len());
         for (k, v) in fields {
@@ -415,7 +433,10 @@ pub async fn publish_batch(
         .map(|(chunk, token)| publish_cmd(s, token, retention, chunk))
         .collect();
     // Once per token: a repeat after a dropped connection returns the first call's ids, appending nothing.
-    let out = all_ids(eval_all(pool, true, Id::StreamPublish, &pipelines(cmds)).await?)?;
+    let mut out = Vec::with_capacity(messages.len());
+    for reply in eval_all(pool, true, Id::StreamPublish, &pipelines(cmds)).await? {
+        out.extend(decode_publish(reply)?.0);
+    }
     if out.len() != messages.len() {
         return Err(Error::protocol(format!(
             "publish returned {} ids for {} messages",

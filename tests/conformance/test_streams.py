@@ -104,7 +104,7 @@ def test_a_resend_with_the_publish_token_appends_nothing(s, r):
     [token_key] = r.keys(f'{KEY}:published:*')
     args = [keys.STREAM_PUBLISH_TOKEN_MS, '', '', '~', 1, 'n', '1']
     resent = r.eval(protocol.script_source('streams/publish-2'), 2, KEY, token_key, *args)
-    assert resent == [entry_id]
+    assert resent == ['done', [entry_id]]
     assert r.xlen(KEY) == 1
     s.publish({'n': '2'})  # a new call, a new token
     assert r.xlen(KEY) == 2 and len(r.keys(f'{KEY}:published:*')) == 2

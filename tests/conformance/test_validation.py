@@ -262,3 +262,85 @@ def test_errors_are_ferroq_errors(client):
         client.topic('bad name')
     with pytest.raises(ValueError):
         client.topic('jobs').claim(count=0)
+
+
+# --- publish_arrow / send_arrow ---------------------------------------------------------------------------
+
+ARROW_BAD = [
+    (
+        {'dedup_key': ''},
+        "dedup_key must be None or a non-empty str of at most 200 characters, got ''",
+    ),
+    (
+        {'dedup_key': 'k' * 201},
+        f"dedup_key must be None or a non-empty str of at most 200 characters, got '{'k' * 201}'",
+    ),
+    ({'dedup_key': 7}, 'dedup_key must be None or a non-empty str of at most 200 characters, got 7'),
+    ({'dedup_ttl': 0}, 'dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got 0'),
+    ({'dedup_ttl': -1.5}, 'dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got -1.5'),
+    (
+        {'dedup_ttl': 2592000.5},
+        'dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got 2592000.5',
+    ),
+    ({'dedup_ttl': True}, 'dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got True'),
+    ({'dedup_ttl': math.nan}, 'dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got nan'),
+    ({'dedup_ttl': '60'}, "dedup_ttl must be a number of seconds > 0 and at most 2592000 (30 days), got '60'"),
+    ({'value_column': ''}, "value_column must be None or a column name (a non-empty str), got ''"),
+    ({'value_column': 1}, 'value_column must be None or a column name (a non-empty str), got 1'),
+]
+
+
+def _arrow_targets(client):
+    return {
+        'topic': client.topic('t').publish_arrow,
+        'rsmq': client.rsmq('q').send_arrow,
+        'stream': client.stream('s').publish_arrow,
+    }
+
+
+@pytest.mark.parametrize('target', ['topic', 'rsmq', 'stream'])
+@pytest.mark.parametrize(('kwargs', 'message'), ARROW_BAD)
+def test_bad_arrow_arguments(client, r, target, kwargs, message):
+    pa = pytest.importorskip('pyarrow')
+    data = pa.table({'a': ['x']})
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        _arrow_targets(client)[target](data, **kwargs)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize('target', ['topic', 'rsmq', 'stream'])
+def test_arrow_data_must_be_arrow(client, r, target):
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        _arrow_targets(client)[target]([{'a': 'x'}])
+    assert str(info.value) == (
+        'data must be a pyarrow RecordBatch, Table or RecordBatchReader, or an object with __arrow_c_stream__ '
+        'or __arrow_c_array__ (the Arrow PyCapsule interface), got list'
+    )
+
+
+def test_bad_arrow_columns(client, r):
+    pa = pytest.importorskip('pyarrow')
+    t = client.topic('t')
+    data = pa.table({'a': ['x'], 'n': [1], 'l': [[1]]})
+    cases = [
+        ({'id_column': ''}, "id_column must be None or a column name (a non-empty str), got ''"),
+        ({'id_column': 'zz'}, "id_column 'zz' is not a column of the data (columns: 'a', 'n', 'l')"),
+        ({'id_column': 'l'}, "id_column 'l' must hold scalar values (not nested, not null-typed)"),
+        ({'value_column': 'n'}, "value_column 'n' must be a string or binary column"),
+    ]
+    for kwargs, message in cases:
+        with no_io(r), pytest.raises(InvalidArgument) as info:
+            t.publish_arrow(data, **kwargs)
+        assert str(info.value) == message
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        client.rsmq('q').send_arrow(data, value_column='n')
+    assert str(info.value) == "value_column 'n' must be a string column (RSMQ messages are text)"
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        client.stream('s').publish_arrow(data, maxlen=-1)
+    assert str(info.value) == 'maxlen must be None or an int >= 0, got -1'
+    interval = pa.array([pa.scalar((1, 2, 3), pa.month_day_nano_interval())])
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        t.publish_arrow(pa.table({'i': interval}))
+    assert str(info.value) == (
+        "column 'i' holds interval values, which cannot be published (see the string forms in docs/protocol.md)"
+    )

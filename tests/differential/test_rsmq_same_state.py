@@ -74,6 +74,9 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
     return containers(value, index, normalize)
 
 
+TOKEN_RE = re.compile(r':published:[0-9a-f]{32}$')
+
+
 def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     state: dict[str, Any] = {}
     for key in raw.scan_iter(count=1000):
@@ -88,8 +91,15 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
             content = sorted((normalize(m, index), round((s - int(m[:10], 36) / 1000) / 1000)) for m, s in members)
         elif kind == 'set':
             content = sorted(raw.smembers(key))
+        elif kind == 'string':  # a send record: the ids of its chunk, kept for a while
+            content = ([normalize(i, index) for i in raw.get(key).split()], 0 < raw.pttl(key) <= 120_000)
         else:
             content = f'<{kind}>'
+        # Record keys differ only by their random token: number them by content, so none hides another.
+        name = TOKEN_RE.sub(':published:<token>', key)
+        if name != key:
+            state[f'{name} {content}'] = (kind, content)
+            continue
         state[normalize(key, index)] = (kind, normalize(content, index))
     return state
 

@@ -77,7 +77,7 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
         t.commit([warm])
         keys = [f'b.{i}' for i in range(BATCH)]
         observer = Observer(server.port, f'rfq:{topic}:backlog')
-        proxy.arm(fault, _script_sha('rfq/publish-1n'))
+        proxy.arm(fault, _script_sha('rfq/publish-2n'))
         ids = t.publish_batch([body(k) for k in keys])
         procs.record('pub', keys=keys, ids=ids)
         seen = observer.stop()

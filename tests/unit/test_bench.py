@@ -205,7 +205,7 @@ def test_rfq_streams_publish_then_drain_everything(redis_url: str, r: Any) -> No
 def test_ferroq_script_streams_publish_then_drain_everything(redis_url: str, r: Any) -> None:
     from ferroq.protocol import script_source
 
-    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-1n', 'claim-5n', 'commit-3n'))
+    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-2n', 'claim-5n', 'commit-3n'))
     ids = rfq_ids(250)
     _pipe(redis_url, ferroq_publish_stream('t', ids, 'x' * 100, pub, batch=100))
     assert r.lrange('rfq:t:backlog', 0, -1) == ids[::-1] and r.hgetall(f'rfq:t:message:{ids[7]}') == {

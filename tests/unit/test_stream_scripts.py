@@ -30,7 +30,9 @@ def publish(r: redis.Redis, token: str, *messages: dict[str, str], retention: tu
         args.append(len(m))
         for k, v in m.items():
             args += [k, v]
-    return run(r, 'publish-2', [S, keys.stream_published('ev', token)], args)
+    status, ids = run(r, 'publish-2', [S, keys.stream_published('ev', token)], args)
+    assert status in ('ok', 'done')
+    return ids
 
 
 def test_publish_appends_in_order_once_per_token(r: redis.Redis) -> None:
@@ -39,6 +41,7 @@ def test_publish_appends_in_order_once_per_token(r: redis.Redis) -> None:
     assert [e[1] for e in r.xrange(S)] == [{'a': '1'}, {'b': '2', 'c': '3'}]
     # a resend with the same token (a retry after a dropped reply) appends nothing and returns the first ids
     assert publish(r, 't1', {'x': 'y'}) == ids and r.xlen(S) == 2
+    assert run(r, 'publish-2', [S, keys.stream_published('ev', 't1')], [TTL, '', '', '~', 1, 'x', 'y'])[0] == 'done'
     assert 0 < r.pttl(keys.stream_published('ev', 't1')) <= keys.STREAM_PUBLISH_TOKEN_MS
     assert publish(r, 't2', {'x': 'y'}) != ids and r.xlen(S) == 3
 

@@ -66,7 +66,9 @@ def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, sha: str, b
     for s in range(0, len(ids), batch):
         chunk = ids[s : s + batch]
         argv = [a for i in chunk for a in (i, '1', 'payload', body)]
-        out.append(resp('EVALSHA', sha, 1 + len(chunk), backlog, *(prefix + i for i in chunk), '0', *argv))
+        # publish-2n without a record ('' lifetime), as publish_batch sends it
+        marker = f'rfq:{topic}:published:{chunk[0]}'
+        out.append(resp('EVALSHA', sha, 2 + len(chunk), backlog, marker, *(prefix + i for i in chunk), '0', '', *argv))
     return b''.join(out)
 
 
@@ -215,7 +217,7 @@ def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[by
         from ferroq.protocol import script_source
 
         ids = rfq_ids(n)
-        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-1n', 'claim-5n', 'commit-3n')]
+        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-2n', 'claim-5n', 'commit-3n')]
         claim_commit = ferroq_claim_commit_stream(name, ids, shas[1], shas[2])
         return ferroq_publish_stream(name, ids, body, shas[0]), lambda: None, claim_commit
     if c.family == 'rfq':

@@ -133,6 +133,7 @@ def cleanup(ctx: Context, family: str) -> None:
     elif family == 'rsmq':
         ctx.admin.r.unlink(*rsmq_keys(ctx.name))
         ctx.admin.r.srem('rsmq:QUEUES', ctx.name)
+        ctx.admin.sweep(f'rsmq:{ctx.name}:published:*')  # the send tokens' records
     elif family == 'stream':
         ctx.admin.r.unlink(stream_key(ctx.name))
         ctx.admin.sweep(stream_key(ctx.name) + ':*')  # the publish tokens' records

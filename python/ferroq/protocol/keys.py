@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 RFQ_PREFIX = 'rfq:'
 
 #: Names a topic may have: rfq's recommended ``[a-z0-9]+`` and a little more, never ``:``, glob or brace.
@@ -48,6 +50,17 @@ def rfq_delayed(topic: str) -> str:
     return f'{RFQ_PREFIX}{topic}:delayed'
 
 
+def rfq_published(topic: str, token: str) -> str:
+    """ferroq side key, a STRING: the record that one publish chunk (named by its token) was written, with the
+    number of messages it wrote; expires after the call's ``dedup_ttl``."""
+    return f'{RFQ_PREFIX}{topic}:published:{token}'
+
+
+def dedup_token(dedup_key: str, chunk: int) -> str:
+    """The record token of chunk ``chunk`` of an idempotent publish: 32 hex digits of SHA1(``<dedup_key>:<chunk>``)."""
+    return hashlib.sha1(f'{dedup_key}:{chunk}'.encode()).hexdigest()[:32]
+
+
 def rfq_topic_keys(topic: str) -> list[str]:
     """The four per-topic keys every topic script takes first: backlog, nextlog, leases, deliveries."""
     return [rfq_backlog(topic), rfq_nextlog(topic), rfq_leases(topic), rfq_deliveries(topic)]
@@ -83,6 +96,12 @@ def rsmq_channel(ns: str, qname: str) -> str:
     return f'{ns}:rt:{qname}'
 
 
+def rsmq_published(ns: str, qname: str, token: str) -> str:
+    """ferroq side key, a STRING: the ids one send chunk (named by its token) sent. RSMQ clients only read
+    ``{ns}:{q}``, ``{ns}:{q}:Q`` and ``{ns}:QUEUES``, so they ignore it."""
+    return f'{ns}:{qname}:published:{token}'
+
+
 def rsmq_keys(ns: str, qname: str) -> list[str]:
     """QUEUES set, queue ZSET, queue HASH, realtime channel (the order of ``_ferroq.rsmq_keys``)."""
     return [rsmq_queues(ns), rsmq_queue(ns, qname), rsmq_hash(ns, qname), rsmq_channel(ns, qname)]
@@ -93,6 +112,7 @@ def rsmq_keys(ns: str, qname: str) -> list[str]:
 STREAM_PREFIX = 'ferroq:stream:'
 #: How long a publish token's record lives, in ms: it must outlast a client's retry after a dropped reply
 #: (connect timeout + command timeout), and each record costs ~200 bytes until it expires.
+#: RSMQ send records live as long.
 STREAM_PUBLISH_TOKEN_MS = 120_000
 
 

@@ -690,7 +690,7 @@ def publish_batch(
 def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
     """Publish chunk by chunk, pulling ``chunk_size`` messages at a time: memory stays bounded.
 
-    Each chunk is checked, then sent as one ``publish-1n`` call. A ferroq error (a bad chunk, a failed
+    Each chunk is checked, then sent as one ``publish-2n`` call. A ferroq error (a bad chunk, a failed
     call) gets ``published``: the messages of the chunks before it. The iterable's own errors pass unchanged.
     """
     source = _iterator(messages, 'messages')
@@ -714,13 +714,15 @@ def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: boo
     flag = '1' if front else '0'
     calls = []
     for start in range(0, len(items), ctx.chunk_size):
-        chunk_keys = [topic.backlog]
-        args = [flag]
-        for msg_id, flat in zip(ids[start : start + ctx.chunk_size], items[start : start + ctx.chunk_size]):
+        chunk_ids = ids[start : start + ctx.chunk_size]
+        # No record ('' as its lifetime): the fresh ids make a repeated chunk harmless (the key is passed, unused).
+        chunk_keys = [topic.backlog, keys.rfq_published(topic.name, chunk_ids[0])]
+        args = [flag, '']
+        for msg_id, flat in zip(chunk_ids, items[start : start + ctx.chunk_size]):
             chunk_keys.append(topic.prefix + msg_id)
             args.append(msg_id)
             args += flat
-        calls.append(_eval('rfq/publish-1n', chunk_keys, args))
+        calls.append(_eval('rfq/publish-2n', chunk_keys, args))
     if front:  # the last chunk first: each chunk goes before everything waiting, so the batch stays in order
         calls.reverse()
     yield from send(ctx, calls, retry_drop=True)  # insert-if-absent: a repeat never duplicates

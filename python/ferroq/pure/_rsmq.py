@@ -11,6 +11,7 @@ import random
 import re
 import string
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,10 @@ class RsmqRef:
     @property
     def pair(self) -> list[str]:
         return [self.zset, self.hash]
+
+    def published(self, token: str) -> str:
+        """The record of one send chunk (see ``keys.rsmq_published``)."""
+        return keys.rsmq_published(self.ns, self.name, token)
 
 
 # --- validation ----------------------------------------------------------------------------------
@@ -188,7 +193,7 @@ def _status(ctx: Settings, ref: RsmqRef, name: str, reply: Any) -> list[Any]:
     if not isinstance(reply, list) or not reply:
         raise reply_error(ctx, name, reply)
     status = reply[0]
-    if status == 'ok':
+    if status == 'ok' or (status == 'done' and name == 'rsmq/send-3'):
         return reply
     if status == 'notfound':
         raise _not_found(ref)
@@ -308,6 +313,19 @@ def send_batch(ctx: Settings, ref: RsmqRef, messages: Iterable[str], delay: floa
     return (yield from _send(ctx, ref, items, lengths, delay_ms, single=False))
 
 
+def queue_maxsize(ctx: Settings, ref: RsmqRef) -> Plan[tuple[int, str]]:
+    """The queue's maxsize (-1: unlimited) and its stored text; QueueNotFound if it does not exist."""
+    reply = (yield from send(ctx, [('HMGET', ref.hash, 'vt', 'delay', 'maxsize')], retry_drop=True))[0]
+    if not isinstance(reply, list) or len(reply) != 3:
+        raise reply_error(ctx, 'HMGET', reply)
+    if None in reply:
+        raise _not_found(ref)
+    try:
+        return int(reply[2]), str(reply[2])
+    except ValueError:
+        raise reply_error(ctx, 'HMGET', reply) from None
+
+
 def _batch_too_long(lengths: list[int], maxsize: str) -> BatchError:
     limit = int(maxsize)
     errors: list[tuple[int, FerroqError]] = [
@@ -337,23 +355,26 @@ def _send(
     calls = []
     for start in range(0, len(messages), step):
         chunk = messages[start : start + step]
-        args = [delay_ms, str(max(lengths[start : start + step])), channel]
+        # One token per chunk, made before sending: a resend after a dropped connection carries the same token,
+        # and the script answers it with the first call's ids instead of sending again.
+        token = uuid.uuid4().hex
+        args = [delay_ms, str(max(lengths[start : start + step])), channel, str(keys.STREAM_PUBLISH_TOKEN_MS)]
         for message in chunk:
             args += (''.join(random.choices(_ALPHABET, k=22)), message)
-        calls.append(_eval('rsmq/send-2', ref.pair, args))
-    replies = yield from send(ctx, calls)  # never repeated: a repeat would send the messages twice
+        calls.append(_eval('rsmq/send-3', [*ref.pair, ref.published(token)], args))
+    replies = yield from send(ctx, calls, retry_drop=True)
     ids: list[str] = []
     for reply in replies:
         if isinstance(reply, list) and len(reply) == 2 and reply[0] == 'toolong':
             if single:
                 raise _too_long(lengths[0], reply[1])
             raise _batch_too_long(lengths, reply[1])
-        ok = _status(ctx, ref, 'rsmq/send-2', reply)
+        ok = _status(ctx, ref, 'rsmq/send-3', reply)
         if len(ok) != 2 or not isinstance(ok[1], list):
-            raise reply_error(ctx, 'rsmq/send-2', reply)
+            raise reply_error(ctx, 'rsmq/send-3', reply)
         ids += ok[1]
     if len(ids) != len(messages):
-        raise reply_error(ctx, 'rsmq/send-2', replies)
+        raise reply_error(ctx, 'rsmq/send-3', replies)
     return ids
 
 

@@ -224,6 +224,13 @@ def _entries(ctx: Settings, what: str, stream: StreamRef, reply: Any, deliveries
         raise reply_error(ctx, what, reply) from None
 
 
+def publish_reply(ctx: Settings, reply: Any) -> tuple[list[str], bool]:
+    """A publish-2 reply ``['ok'|'done', [id, ...]]``: the ids, and whether this call appended them."""
+    if not (isinstance(reply, list) and len(reply) == 2 and reply[0] in ('ok', 'done') and isinstance(reply[1], list)):
+        raise reply_error(ctx, 'streams/publish-2', reply)
+    return [str(i) for i in reply[1]], reply[0] == 'ok'
+
+
 def _id_lists(ctx: Settings, what: str, replies: list[Any]) -> list[str]:
     if not all(isinstance(r, list) for r in replies):
         raise reply_error(ctx, what, replies)
@@ -297,7 +304,7 @@ def _publish(ctx: Settings, stream: StreamRef, items: list[list[str]], retention
         for flat in items[start : start + ctx.chunk_size]:
             args += flat
         calls.append(_eval('streams/publish-2', script_keys, args))
-    ids = _id_lists(ctx, 'streams/publish-2', (yield from send(ctx, calls, retry_drop=True)))
+    ids = [i for r in (yield from send(ctx, calls, retry_drop=True)) for i in publish_reply(ctx, r)[0]]
     if len(ids) != len(items):
         raise reply_error(ctx, 'streams/publish-2', ids)
     return ids

@@ -20,7 +20,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from ferroq.exceptions import ConnectionFailed, FerroqError
-from ferroq.pure import _ops, _rsmq, _streams
+from ferroq.pure import _arrow, _ops, _rsmq, _streams
 from ferroq.types import (
     GroupInfo,
     InspectEntry,
@@ -271,6 +271,19 @@ class AsyncTopic:
         """Publish from a (sync) iterable chunk by chunk; returns how many (see ``Topic.publish_stream``)."""
         return await self._client._run(_ops.publish_stream(self._ctx, self._keys, messages))
 
+    async def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        id_column: str | None = None,
+        value_column: str | None = None,
+    ) -> tuple[int, int]:
+        return await self._client._run(
+            _arrow.publish_topic(self._ctx, self._keys, data, dedup_key, dedup_ttl, id_column, value_column)
+        )
+
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]:
@@ -373,6 +386,19 @@ class AsyncRsmqQueue:
         """Send a message (visible after ``delay`` seconds, default the queue's); returns its id."""
         return await self._client._run(_rsmq.send_one(self._ctx, self._ref, message, delay))
 
+    async def send_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        delay: float | None = None,
+    ) -> tuple[int, int]:
+        return await self._client._run(
+            _arrow.send_rsmq(self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, delay)
+        )
+
     async def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
         """Send many messages (validated first, chunks pipelined); returns their ids in input order."""
         return await self._client._run(_rsmq.send_batch(self._ctx, self._ref, messages, delay))
@@ -458,6 +484,23 @@ class AsyncStream:
     ) -> list[str]:
         return await self._client._run(
             _streams.publish_batch(self._ctx, self._ref, messages, maxlen, max_age, approximate)
+        )
+
+    async def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> tuple[int, int]:
+        return await self._client._run(
+            _arrow.publish_stream(
+                self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, maxlen, max_age, approximate
+            )
         )
 
     async def length(self) -> int:

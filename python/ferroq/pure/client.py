@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ferroq.exceptions import ConnectionFailed, FerroqError
-from ferroq.pure import _ops, _rsmq, _streams
+from ferroq.pure import _arrow, _ops, _rsmq, _streams
 from ferroq.types import (
     GroupInfo,
     InspectEntry,
@@ -286,6 +286,22 @@ class Topic:
         """
         return self._client._run(_ops.publish_stream(self._ctx, self._keys, messages))
 
+    def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        id_column: str | None = None,
+        value_column: str | None = None,
+    ) -> tuple[int, int]:
+        """Publish Arrow data (RecordBatch, Table, RecordBatchReader or an Arrow PyCapsule object), one message per
+        row, ``chunk_size`` rows per atomic call; returns ``(rows, published)``. With ``dedup_key`` each chunk is
+        published at most once per key (for ``dedup_ttl`` seconds). Needs pyarrow."""
+        return self._client._run(
+            _arrow.publish_topic(self._ctx, self._keys, data, dedup_key, dedup_ttl, id_column, value_column)
+        )
+
     def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]:
@@ -401,6 +417,21 @@ class RsmqQueue:
         """Send a message (visible after ``delay`` seconds, default the queue's); returns its id."""
         return self._client._run(_rsmq.send_one(self._ctx, self._ref, message, delay))
 
+    def send_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        delay: float | None = None,
+    ) -> tuple[int, int]:
+        """Send Arrow data, one message per row (the value column, else the row as a JSON object); returns
+        ``(rows, published)`` (see ``Topic.publish_arrow``)."""
+        return self._client._run(
+            _arrow.send_rsmq(self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, delay)
+        )
+
     def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
         """Send many messages (validated first, chunks pipelined); returns their ids in input order."""
         return self._client._run(_rsmq.send_batch(self._ctx, self._ref, messages, delay))
@@ -493,6 +524,24 @@ class Stream:
     ) -> list[str]:
         """Append many entries (all validated first, written in atomic chunks); returns their ids in input order."""
         return self._client._run(_streams.publish_batch(self._ctx, self._ref, messages, maxlen, max_age, approximate))
+
+    def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> tuple[int, int]:
+        """Append Arrow data, one entry per row; returns ``(rows, published)`` (see ``Topic.publish_arrow``)."""
+        return self._client._run(
+            _arrow.publish_stream(
+                self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, maxlen, max_age, approximate
+            )
+        )
 
     def length(self) -> int:
         """The number of entries (0 for a missing stream)."""

@@ -10,26 +10,47 @@ Input:
   ARGV[4]  '~' (approximate trimming, whole macro-nodes, cheap) or '=' (exact)
   ARGV[5..] per message: n, its number of fields (1..1000), then its n field/value pairs
 
-Output: {id, ...} the new entry ids in input order (server-made, so they keep the stream's order).
+Output: {'ok', {id, ...}}: the new entry ids in input order (server-made, so they keep the stream's order),
+or {'done', {id, ...}}. The record holds the ids of the messages earlier calls with this token appended, k
+of them: those are not appended again (a retry after a lost reply, or an idempotent publish repeated with
+the same dedup key). 'done': k covers the whole chunk; nothing is appended and the ids are the recorded
+ones. 'ok': the ids appended by this call (all messages, or those after the first k when the earlier call
+had fewer), and the record grows by them.
 ]]
-local done = redis.call('GET', KEYS[2])
-if done then
-  local ids = {}
-  for id in string.gmatch(done, '%S+') do
-    ids[#ids + 1] = id
+local record = redis.call('GET', KEYS[2])
+local skip = 0
+if record then
+  local recorded = {}
+  for id in string.gmatch(record, '%S+') do
+    recorded[#recorded + 1] = id
   end
-  return ids
+  skip = #recorded
+  local count, j = 0, 5
+  while j <= #ARGV do
+    count = count + 1
+    j = j + 1 + 2 * tonumber(ARGV[j])
+  end
+  if skip >= count then
+    return { 'done', recorded }
+  end
 end
 local ids = {}
-local i = 5
+local i, m = 5, 0
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
-  -- n <= 1000, so unpack stays far below Lua's C stack limit
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', unpack(ARGV, i + 1, i + 2 * n))
+  m = m + 1
+  if m > skip then
+    -- n <= 1000, so unpack stays far below Lua's C stack limit
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', unpack(ARGV, i + 1, i + 2 * n))
+  end
   i = i + 1 + 2 * n
 end
 if ARGV[2] ~= '' then
   redis.call('XTRIM', KEYS[1], ARGV[2], ARGV[4], ARGV[3])
 end
-redis.call('SET', KEYS[2], table.concat(ids, ' '), 'PX', ARGV[1])
-return ids
+local all = table.concat(ids, ' ')
+if record then
+  all = record .. ' ' .. all
+end
+redis.call('SET', KEYS[2], all, 'PX', ARGV[1])
+return { 'ok', ids }

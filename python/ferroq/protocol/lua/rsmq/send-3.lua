@@ -3,19 +3,35 @@
 Input:
   KEYS[1]  {ns}:{q} (ZSET: id -> epoch ms at which it becomes visible)
   KEYS[2]  {ns}:{q}:Q (HASH)
+  KEYS[3]  {ns}:{q}:published:{token} (STRING: the ids the first call with this token sent; RSMQ ignores it)
   ARGV[1]  delay in ms, or '' for the queue's delay (stored in seconds; a fraction is honoured, rounded to ms)
   ARGV[2]  the longest message of the call, in UTF-16 code units (RSMQ's measure)
   ARGV[3]  the realtime channel {ns}:rt:{q} to PUBLISH the queue size on, or '' for none
-  ARGV[4..] per message: 22 random characters of [A-Za-z0-9], then the message
+  ARGV[4]  how long the token's record is kept, in ms
+  ARGV[5..] per message: 22 random characters of [A-Za-z0-9], then the message
 
-Output: {'ok', {id, ...}} in input order | {'notfound'} | {'toolong', maxsize}. Nothing is written
-unless the reply is 'ok'.
+Output: {'ok', {id, ...}} in input order | {'done', {id, ...}} | {'notfound'} | {'toolong', maxsize}.
+The record holds the ids of the messages earlier calls with this token sent, k of them: those messages
+are not sent again (a retry after a lost reply, or an idempotent send repeated with the same dedup key).
+'done': k covers the whole chunk; nothing is written and the ids are the recorded ones. 'ok': the ids of
+the messages sent by this call (all of them, or those after the first k when the earlier call had fewer),
+and the record grows by them. Nothing is written unless the reply is 'ok'.
 
 The id of message i (0-based) is base36(now_us + i) .. its 22 characters, now_us = TIME in epoch
 microseconds: RSMQ's 32-character id, lowercase base36 with no padding. Within one ZSET score, members
 sort by id, so messages sent in the same millisecond are received in send order. Every message gets
 score now_ms + delay_ms. totalsent grows by the number of messages.
 ]]
+local record = redis.call('GET', KEYS[3])
+local sent = {}
+if record then
+  for id in string.gmatch(record, '%S+') do
+    sent[#sent + 1] = id
+  end
+  if #sent >= (#ARGV - 4) / 2 then
+    return { 'done', sent }
+  end
+end
 local q = redis.call('HMGET', KEYS[2], 'vt', 'delay', 'maxsize')
 if not q[1] or not q[2] or not q[3] then
   return { 'notfound' }
@@ -45,7 +61,7 @@ local function base36(n)
 end
 
 local ids, members, bodies = {}, {}, {}
-for i = 4, #ARGV, 2 do
+for i = 5 + 2 * #sent, #ARGV, 2 do
   local id = base36(now_us + #ids) .. ARGV[i]
   ids[#ids + 1] = id
   members[#members + 1], members[#members + 2] = score, id
@@ -57,4 +73,9 @@ redis.call('HINCRBY', KEYS[2], 'totalsent', #ids)
 if ARGV[3] ~= '' then
   redis.call('PUBLISH', ARGV[3], redis.call('ZCARD', KEYS[1]))
 end
+local all = table.concat(ids, ' ')
+if record then
+  all = record .. ' ' .. all
+end
+redis.call('SET', KEYS[3], all, 'PX', ARGV[4])
 return { 'ok', ids }
