@@ -89,6 +89,8 @@ OPTIONS: tuple[Option, ...] = (
     _opt('claimTtl', frozenset({'stream_read'}), _TOPIC, '86400', 'lease of claimed messages, renewed each poll'),
 )
 _BY_KEY = {o.name.lower(): o for o in OPTIONS}
+#: Options Spark itself reads and also hands to the source (``writeStream.option('checkpointLocation', ...)``).
+SPARK_OWN = frozenset({'checkpointlocation', 'path', 'paths'})
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         InvalidArgument: an unknown option, one that does not apply to this mode or target, a missing or
             conflicting target, a bad value. The message names the option and never shows a password.
     """
-    given = {k.lower(): v for k, v in options.items() if v is not None}
+    given = {k.lower(): v for k, v in options.items() if v is not None and k.lower() not in SPARK_OWN}
     if mode == 'schema':
         return Plan(mode='read', target=_target(given, 'read'), connection=_connection(given))
     for key in given:

@@ -15,6 +15,7 @@ Every action re-plans, so ``count()`` then ``collect()`` may see different conte
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -184,8 +185,9 @@ def _rsmq_bodies(raw: _conn.Raw, ns: str, qname: str, ids: list[bytes]) -> Itera
         body, rc = values[2 * n], values[2 * n + 1]
         if body is not None:
             mid = i.decode()
-            sent = rsmq_sent(mid)
-            yield Row(mid, decode_body(body), datetime.fromtimestamp(sent, tz=timezone.utc), int(rc or 0))
+            sent_ms = rsmq_sent(mid)  # NaN for an id that is not RSMQ's
+            sent = None if math.isnan(sent_ms) else datetime.fromtimestamp(sent_ms / 1000, tz=timezone.utc)
+            yield Row(mid, decode_body(body), sent, int(rc or 0))
 
 
 # --- streams -----------------------------------------------------------------------------------------
