@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,17 @@ def _example(marker: str) -> str:
 
 
 def test_the_spark_pipeline_example_runs(
-    spark: Any, redis_url: str, r: redis.Redis, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spark: Any,
+    redis_url: str,
+    r: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv('FERROQ_URL', redis_url)
-    exec(compile(_example('spark-pipeline'), str(README), 'exec'), {'__name__': '__readme__'})
+    script = tmp_path / 'spark_pipeline.py'
+    script.write_text(_example('spark-pipeline'))
+    runpy.run_path(str(script), run_name='__main__')
     assert capsys.readouterr().out.startswith("10000 ['tile', 'day', 'cloud', '_id', '_published'")
     # Every message was consumed; the last micro-batch (10000 - 2 * 4000) waits for Spark's next commit.
     assert (r.llen('rfq:tiles:backlog'), r.llen('rfq:tiles:nextlog')) == (0, 2000)

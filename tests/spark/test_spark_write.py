@@ -111,20 +111,31 @@ def test_id_column_publishes_an_id_once_across_jobs(spark: Any, redis_url: str, 
     assert r.hgetall('rfq:orders:message:order-7') == {'n': '7'}
 
 
-def _failing_rows(spark: Any, n: int, fail_at: int, witness: str, redis_port: int, nondeterministic: bool) -> Any:
-    """Rows whose partition 0 fails at row ``fail_at`` in its first attempt, after the writer has published the
-    chunks before it (``witness`` records how many messages the topic held then)."""
+def _failing_rows(
+    spark: Any, n: int, fail_at: int, witness: str, redis_port: int, nondeterministic: bool, always: bool = False
+) -> Any:
+    """Rows whose partition 0 fails at row ``fail_at`` in its first attempt (every attempt if ``always``), after
+    the writer has taken the chunks before it (``witness`` records how many messages the topic held then)."""
     import uuid
 
     from pyspark.sql import functions as F
 
     def check(i: int) -> str:
+        import time
+
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        if ctx.partitionId() == 0 and ctx.attemptNumber() == 0 and i == fail_at:
+        if ctx.partitionId() == 0 and (always or ctx.attemptNumber() == 0) and i == fail_at:
+            # Wait (up to 60 s) for the writer of this task to take the rows before this one, so the failure
+            # comes after chunks were published (or staged), whatever the scheduling of the two workers.
             conn = redis.Redis(port=redis_port)
-            conn.set(witness, conn.llen('rfq:retried:backlog'))
+            taken = 0
+            deadline = time.monotonic() + 60
+            while not taken and time.monotonic() < deadline:
+                taken = conn.llen('rfq:retried:backlog') + len(conn.keys('rfq:retried:spark:stage:*'))
+                time.sleep(0.01)
+            conn.set(witness, taken)
             raise RuntimeError('injected failure of the first attempt of partition 0')
         return uuid.uuid4().hex if nondeterministic else f'v{i}'
 
@@ -192,3 +203,21 @@ def test_streaming_sink_with_a_sink_id_publishes_a_replayed_batch_once(
             assert duplicates == 0
         else:
             assert duplicates == 2000  # at-least-once: the replayed batch is published again
+
+
+def test_an_atomic_write_publishes_nothing_unless_the_job_commits(spark: Any, redis_url: str, r: redis.Redis) -> None:
+    port = int(redis_url.rsplit(':', 1)[1].split('/')[0])
+    spark.conf.set('spark.sql.execution.arrow.maxRecordsPerBatch', '500')
+    try:
+        doomed = _failing_rows(spark, 20_000, 7_500, 'witness', port, nondeterministic=False, always=True)
+        with pytest.raises(Exception, match='injected failure'):
+            _write(doomed, redis_url, topic='retried', atomic='true')
+        assert int(r.get('witness') or 0) > 0  # the failed attempts had staged rows
+        assert r.keys('rfq:retried:*') == []  # nothing published, every stage deleted by the abort
+        retried = _failing_rows(spark, 20_000, 7_500, 'witness', port, nondeterministic=False)
+        _write(retried, redis_url, topic='retried', atomic='true')
+    finally:
+        spark.conf.unset('spark.sql.execution.arrow.maxRecordsPerBatch')
+    ids = [r.hget(f'rfq:retried:message:{m}', 'id') for m in r.lrange('rfq:retried:backlog', 0, -1)]
+    assert sorted(int(i) for i in ids) == list(range(20_000))  # the committed attempts only, once each
+    assert r.keys('rfq:retried:spark:stage:*') == []  # the failed attempt's stage too

@@ -143,6 +143,11 @@ def spark_snapshot(prefix: str, token: str) -> str:
     return f'{prefix}snapshot:{token}'
 
 
+def spark_stage(prefix: str, job: str, partition: int, attempt: int) -> str:
+    """LIST: Arrow IPC streams of the rows one task attempt of an atomic write staged; expires."""
+    return f'{prefix}stage:{job}:{partition}:{attempt}'
+
+
 def spark_sink(prefix: str, sink_id: str) -> str:
     """STRING: the last micro-batch id the streaming sink ``sink_id`` committed."""
     return f'{prefix}sink:{sink_id}'

@@ -73,7 +73,8 @@ OPTIONS: tuple[Option, ...] = (
     _opt('max_message_bytes', _ALL_MODES, _ALL_KINDS, '1048576', 'the largest message a writer accepts'),
     _opt('valueColumn', _WRITES, _ALL_KINDS, '', 'publish this string/binary column alone (RSMQ: as the body)'),
     _opt('idColumn', _WRITES, _TOPIC, '', 'message ids from this column (insert-if-absent across jobs)'),
-    _opt('dedupTtl', _WRITES, _ALL_KINDS, '86400', 'seconds a chunk marker guards against a retried task'),
+    _opt('dedupTtl', _WRITES, _ALL_KINDS, '86400', 'seconds a chunk marker (and an atomic stage) is kept'),
+    _opt('atomic', frozenset({'write'}), _ALL_KINDS, 'false', 'publish nothing unless the whole job commits'),
     _opt('sinkId', frozenset({'stream_write'}), _ALL_KINDS, '', 'a stable name: replayed micro-batches publish once'),
     _opt('delay', _WRITES, _RSMQ, "the queue's", 'seconds before a sent message is receivable'),
     _opt('maxlen', _WRITES, _STREAM, '', 'trim the stream to about this many entries after each chunk'),
@@ -140,6 +141,7 @@ class Plan:
     value_column: str | None = None
     id_column: str | None = None
     dedup_ttl: float = 86400.0
+    atomic: bool = False
     sink_id: str | None = None
     delay: float | None = None
     maxlen: int | None = None
@@ -191,6 +193,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         value_column=value_column,
         id_column=id_column,
         dedup_ttl=_seconds(given, 'dedupTtl', 86400.0, MAX_TTL) or 86400.0,
+        atomic=_bool(given, 'atomic', False),
         sink_id=_word(given, 'sinkId'),
         delay=_seconds(given, 'delay', None, 9_999_999, zero=True),
         maxlen=maxlen,

@@ -12,6 +12,12 @@ meanwhile. This assumes the partition yields the same rows in the same order aga
 tables; not of ``rand()`` or an unordered shuffle): with other input, each chunk is still written once
 (count exact), but a chunk's content is that of the attempt that wrote it first.
 
+**Atomic writes** (``atomic``): the tasks stage their rows instead, as Arrow IPC streams in a LIST beside the
+queue (``<queue prefix>:spark:stage:<job>:<partition>:<attempt>``, expiring after ``dedupTtl``), and nothing
+is published before Spark commits the job. Then the driver publishes each successful attempt's stage, chunk
+by chunk (the same dedup keys, so a commit repeated after a failure publishes nothing twice), and deletes
+every stage of the job; an aborted job deletes them too, and those of attempts nobody committed expire.
+
 **Streaming sink.** With ``sinkId``, a micro-batch is published under the dedup key
 ``sink:<sinkId>:<batchId>:<partition>``, and when Spark commits the batch the sink records its id
 (``<queue prefix>:spark:sink:<sinkId>``). A batch replayed after a driver crash finds either that record
@@ -49,11 +55,13 @@ BATCH_ID_PROPERTY = 'streaming.sql.batchId'
 
 @dataclass
 class Written(WriterCommitMessage):
-    """What one task did: rows it read, messages it published (rows - published were already written)."""
+    """What one task did: rows it read, messages it published (rows - published were already written), and
+    in an atomic write the stage holding its rows (nothing published yet)."""
 
     partition: int
     rows: int
     published: int
+    stage: str | None = None
 
 
 def check_columns(plan: Plan, schema: StructType) -> None:
@@ -107,22 +115,91 @@ def _summary(messages: list[WriterCommitMessage | None]) -> str:
 
 
 class BatchWriter(DataSourceArrowWriter):
-    """``df.write``: each task publishes its partition directly (see the module doc for retries)."""
+    """``df.write``: each task publishes its partition directly, or stages it (``atomic``) for the driver's
+    commit to publish (see the module doc for retries)."""
 
     def __init__(self, plan: Plan, job: str) -> None:
         self.plan = plan
         self.job = job
+        target = plan.target
+        self.prefix = keys.spark_prefix(target.kind, target.name, target.ns)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
         partition = _partition()
+        if self.plan.atomic:
+            ctx = TaskContext.get()
+            stage = keys.spark_stage(self.prefix, self.job, partition, ctx.attemptNumber() if ctx else 0)
+            return Written(partition, _stage(self.plan, stage, iterator), 0, stage)
         rows, published = publish(self.plan, iterator, f'{self.job}:{partition}')
         return Written(partition, rows, published)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.plan.atomic:
+            raw = _conn.raw(self.plan.connection)
+            done = sorted((m for m in messages if isinstance(m, Written)), key=lambda m: m.partition)
+            for m in done:
+                if m.stage is not None:
+                    m.published = publish(self.plan, _staged(raw, m.stage), f'{self.job}:{m.partition}')[1]
+            self._drop_stages()
         log.info('ferroq write to %s committed: %s', self.plan.target, _summary(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.plan.atomic:
+            self._drop_stages()
         log.warning('ferroq write to %s aborted: %s before the failure', self.plan.target, _summary(messages))
+
+    def _drop_stages(self) -> None:
+        """Deletes every stage of this job: committed ones, and those of failed or speculative attempts."""
+        raw = _conn.raw(self.plan.connection)
+        pattern = keys.spark_stage(self.prefix, self.job, 0, 0)[: -len(':0:0')] + ':*'
+        stages = raw.run(lambda r: list(r.scan_iter(match=pattern, count=1000)))
+        for i in range(0, len(stages), 1000):
+            raw.call('unlink', *stages[i : i + 1000])
+
+
+#: Rows per staged Arrow IPC stream (one LIST element).
+STAGE_ROWS = 10_000
+
+
+def _stage(plan: Plan, stage: str, batches: Iterator[pa.RecordBatch]) -> int:
+    """Stores ``batches`` in the LIST ``stage`` as Arrow IPC streams (it expires after dedupTtl); returns the
+    number of rows. A retried attempt writes a stage of its own: only the committed attempt's is published."""
+    import pyarrow as pa
+
+    raw = _conn.raw(plan.connection)
+    raw.call('delete', stage)
+    ttl_ms = int(plan.dedup_ttl * 1000)
+    rows = 0
+    for batch in batches:
+        for start in range(0, batch.num_rows, STAGE_ROWS):
+            part = batch.slice(start, STAGE_ROWS)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, part.schema) as out:
+                out.write_batch(part)
+
+            def push(r: Any, blob: bytes = sink.getvalue().to_pybytes()) -> None:
+                pipe = r.pipeline(transaction=False)
+                pipe.rpush(stage, blob)
+                pipe.pexpire(stage, ttl_ms)
+                pipe.execute()
+
+            raw.run(push)
+            rows += part.num_rows
+    return rows
+
+
+def _staged(raw: _conn.Raw, stage: str) -> Iterator[pa.RecordBatch]:
+    """The batches of a stage, in the order they were staged, a few LIST elements per round trip."""
+    import pyarrow as pa
+
+    start = 0
+    while True:
+        blobs: list[bytes] = raw.call('lrange', stage, start, start + 7)
+        for blob in blobs:
+            yield from pa.ipc.open_stream(blob)
+        if len(blobs) < 8:
+            return
+        start += 8
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
