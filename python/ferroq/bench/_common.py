@@ -56,6 +56,7 @@ class Config:
     rss_messages: int = 1_000_000
     ceiling_messages: int = 200_000
     latency_calls: int = 2_000
+    spark_rows: int = 1_000_000  # rows of the Spark section's DataFrame; 0 skips the section
     rfq_python: str | None = None
     run_id: str = ''
 

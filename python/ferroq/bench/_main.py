@@ -24,6 +24,7 @@ from ferroq.bench._extra import measure_latency, measure_rss, measure_scale
 from ferroq.bench._paired import measure_pairs, pair_steps
 from ferroq.bench._registry import IMPLS, OPERATIONS, Context, Impl
 from ferroq.bench._render import add_ratios, evaluate_targets, plot, render_console, update_readme
+from ferroq.bench._spark import SPARK_STEPS, measure_spark
 from ferroq.bench._wire import stream_key
 
 __all__ = ['JSON_SCHEMA', 'build_parser', 'config_from_args', 'main', 'plan', 'run']
@@ -164,6 +165,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         steps += ceiling_count(families) if cfg.ceiling else 0
         steps += 2 * len(latency_impls) if cfg.latency else 0
         steps += (2 if cfg.scale else 0) + (1 if cfg.rss_messages else 0)
+        steps += SPARK_STEPS if cfg.spark_rows else 0
         progress = Progress(steps, quiet)
         progress.note(
             f'ferroq bench: {len(cells)} measurements, {cfg.size}-byte messages, Redis {machine["redis_version"]}'
@@ -176,6 +178,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         latency = measure_latency(cfg, admin, latency_impls, progress) if cfg.latency else []
         scale = measure_scale(cfg, admin, scale_impl, progress) if cfg.scale else None
         rss = measure_rss(cfg, admin, scale_impl, cfg.rss_messages, progress) if cfg.rss_messages else None
+        spark = measure_spark(cfg, admin, progress) if cfg.spark_rows else None
         leftover = _sweep_run(admin, cfg.run_id)
     finally:
         _impls.close_writers()
@@ -195,6 +198,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         'latency': latency,
         'scale': scale,
         'rss': rss,
+        'spark': spark,
         'leftover_keys': leftover,
     }
     finish(data)
@@ -299,6 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
         help='messages in the generator-publish memory check; 0 skips it (1000000; --quick 20000)',
     )
     p.add_argument('--scale', action='store_true', help=f'the memory check with {SCALE_RSS_MESSAGES:,} messages')
+    p.add_argument(
+        '--spark-rows',
+        type=int,
+        default=None,
+        help='rows of the Spark section (needs ferroq[spark] and Java); 0 skips it (1000000; --quick 100000)',
+    )
     p.add_argument('--rfq-python', metavar='PATH', help='interpreter with rfq 1.4.0 (default: ./.venv-rfq/bin/python)')
     p.add_argument('--from-json', metavar='PATH', help='do not run: render the results of an earlier --json file')
     p.add_argument('--update-readme', metavar='PATH', help='replace the perf-table block of PATH (README.md)')
@@ -329,6 +339,7 @@ def config_from_args(args: argparse.Namespace, url: str) -> Config:
         ceiling_messages=20_000 if args.quick else 200_000,
         latency_calls=200 if args.quick else 2_000,
         rfq_python=args.rfq_python,
+        spark_rows=max((100_000 if args.quick else 1_000_000) if args.spark_rows is None else args.spark_rows, 0),
     )
 
 

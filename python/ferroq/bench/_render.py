@@ -298,6 +298,43 @@ def _target_rows(data: dict[str, Any]) -> list[list[str]]:
     return lines
 
 
+SPARK_HEADERS = ('Spark, local[2], the same DataFrame', 'rows/s', 'format("ferroq") ÷ this', 'goal', 'met')
+#: The Spark section's goals: the Arrow writer against the hand-written peer and the ceiling, the reader's rate.
+SPARK_GOALS = {'foreach_partition': 3.0, 'ceiling': 0.7}
+SPARK_READ_GOAL = 100_000
+
+
+def _spark_rows(data: dict[str, Any]) -> list[list[str]]:
+    spark = data.get('spark') or {}
+    writer = (spark.get('arrow_writer') or {}).get('msgs_per_s')
+    if not writer:
+        return []
+    labels = {
+        'arrow_writer': 'format("ferroq") writer (Arrow, Rust core)',
+        'foreach_partition': 'foreachPartition + redis-py pipeline',
+        'map_in_arrow': 'mapInArrow + redis-py pipeline',
+        'ceiling': "server ceiling of the writer's command stream",
+        'arrow_writer_stream': 'format("ferroq") writer to a stream',
+        'read_topic': 'streaming read of a topic (end to end)',
+        'read_stream': 'streaming read of a stream (end to end)',
+    }
+    lines = []
+    for key, label in labels.items():
+        entry = spark.get(key) or {}
+        rate = entry.get('msgs_per_s')
+        if rate is None:
+            lines.append([label, 'n/a: ' + str(entry.get('reason', 'not measured')), '', '', ''])
+            continue
+        ratio = writer / rate if key in ('foreach_partition', 'map_in_arrow', 'ceiling') else None
+        goal, met = '', ''
+        if key in SPARK_GOALS and ratio is not None:
+            goal, met = f'≥ {SPARK_GOALS[key]:g}×', 'yes' if ratio >= SPARK_GOALS[key] else 'NO'
+        if key.startswith('read_'):
+            goal, met = f'≥ {SPARK_READ_GOAL:,} msgs/s', 'yes' if rate >= SPARK_READ_GOAL else 'NO'
+        lines.append([label, _num(rate), _ratio(ratio) if ratio is not None else '', goal, met])
+    return lines
+
+
 def _notes(data: dict[str, Any]) -> list[str]:
     out = []
     scale = data.get('scale')
@@ -362,6 +399,7 @@ def _sections(data: dict[str, Any]) -> list[tuple[tuple[str, ...], list[list[str
         (CEILING_HEADERS, _ceiling_rows(data), 2),
         (LATENCY_HEADERS, _latency_rows(data), 2),
         (TARGET_HEADERS, _target_rows(data), 3),
+        (SPARK_HEADERS, _spark_rows(data), 1),
     ):
         if rows:
             out.append((headers, rows, left))
