@@ -66,6 +66,7 @@ def tiny(url: str, **kw: Any) -> Config:
         'ceiling_messages': 300,
         'rss_messages': 300,
         'scale': False,
+        'spark_rows': 0,  # the Spark section has its own test (tests/spark/test_spark_bench.py)
     }
     return Config(**{**base, **kw})
 
@@ -87,6 +88,8 @@ def test_parser_defaults_and_quick() -> None:
     assert config_from_args(build_parser().parse_args(['--target-pairs', '0']), 'u').target_pairs == 0
     off = config_from_args(build_parser().parse_args(['--rss-messages', '0', '--no-ceiling', '--no-scale']), 'u')
     assert (off.rss_messages, off.ceiling, off.scale) == (0, False, False)
+    assert (cfg.spark_rows, quick.spark_rows) == (1_000_000, 100_000)
+    assert config_from_args(build_parser().parse_args(['--quick', '--spark-rows', '0']), 'u').spark_rows == 0
 
 
 @pytest.mark.parametrize(
@@ -595,6 +598,8 @@ def test_main_json_from_json_readme_and_plot(
         '--no-latency',
         '--no-scale',
         '--rss-messages',
+        '0',
+        '--spark-rows',
         '0',
         '--json',
         str(out),

@@ -51,10 +51,15 @@ def spark_missing() -> str | None:
     return None
 
 
-def _session() -> Any:
+def _session() -> tuple[Any, bool]:
+    """A local[2] session, and whether it was made here (a caller's own active session is used, not stopped)."""
     os.environ.setdefault('PYSPARK_PYTHON', sys.executable)
     os.environ.setdefault('SPARK_LOCAL_IP', '127.0.0.1')
     from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
 
     spark = (
         SparkSession.builder.master('local[2]')
@@ -67,7 +72,7 @@ def _session() -> Any:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel('ERROR')
-    return spark
+    return spark, True
 
 
 def _timed(action: Callable[[], Any], n: int) -> dict[str, Any]:
@@ -168,7 +173,7 @@ def measure_spark(cfg: Config, admin: Admin, progress: Progress) -> dict[str, An
         return {'reason': missing}
     n = cfg.spark_rows
     base = f'fqb-{cfg.run_id}-spark'
-    spark = _session()
+    spark, own = _session()
     out: dict[str, Any] = {'rows': n, 'partitions': 4}
     try:
         from pyspark.sql import functions as F
@@ -225,7 +230,8 @@ def measure_spark(cfg: Config, admin: Admin, progress: Progress) -> dict[str, An
     except (BenchError, *REDIS_ERRORS) as exc:
         out['reason'] = str(exc)
     finally:
-        spark.stop()
+        if own:
+            spark.stop()
         for pattern in (f'rfq:{base}*', f'ferroq:stream:{base}*'):
             admin.sweep(pattern)
     return out
