@@ -65,7 +65,7 @@ def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, c
     def sink(df: Any, batch_id: int) -> None:
         seen.extend(row._id for row in df.collect())
 
-    def run() -> None:
+    def run() -> Any:
         q = (
             spark.readStream.format('ferroq')
             .option('url', redis_url)
@@ -79,8 +79,10 @@ def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, c
             .start()
         )
         assert q.awaitTermination(120)
+        return q.lastProgress
 
-    run()
+    last = run()
+    assert json.loads(last['sources'][0]['latestOffset']) == {'seq': 3, 'lag': 0}
     assert sorted(seen) == sorted(ids)
     assert r.llen('rfq:jobs:backlog') == 0
     # Spark commits a batch when it plans the next: the last one (1000 messages) is still claimed.

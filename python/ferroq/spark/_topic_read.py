@@ -140,8 +140,9 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._renewed[seq] = now
 
     def reportLatestOffset(self) -> dict[str, int] | None:
+        """The last planned batch, and ``lag``: the messages waiting in the backlog (not claimed yet)."""
         backlog = int(_conn.raw(self.plan.connection).call('llen', keys.rfq_backlog(self.plan.target.name)))
-        return {'seq': self._latest or 0, 'backlog': backlog}
+        return {'seq': self._latest or 0, 'lag': backlog}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         raw = _conn.raw(self.plan.connection)
