@@ -74,7 +74,11 @@ pub fn column_name(obj: Option<&Bound<'_, PyAny>>, what: &str) -> Result<Option<
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
-    match obj.cast::<PyString>().ok().and_then(|s| s.to_cow().ok().map(|c| c.into_owned())) {
+    match obj
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_cow().ok().map(|c| c.into_owned()))
+    {
         Some(s) if !s.is_empty() => Ok(Some(s)),
         _ => Err(Error::invalid(format!(
             "{what} must be None or a column name (a non-empty str), got {}",
@@ -128,7 +132,10 @@ pub fn import(data: &Bound<'_, PyAny>) -> Result<(SchemaRef, Batches)> {
         if pair.len() != 2 {
             return Err(arrow_error("__arrow_c_array__ did not return a pair"));
         }
-        let (schema_cap, array_cap) = (pair.get_item(0).map_err(arrow_error)?, pair.get_item(1).map_err(arrow_error)?);
+        let (schema_cap, array_cap) = (
+            pair.get_item(0).map_err(arrow_error)?,
+            pair.get_item(1).map_err(arrow_error)?,
+        );
         let schema_ptr = capsule(&schema_cap, c"arrow_schema")?;
         let array_ptr = capsule(&array_cap, c"arrow_array")?;
         // SAFETY: the capsules hold an ArrowSchema (borrowed: its capsule keeps and releases it) and an
@@ -314,7 +321,12 @@ async fn next_chunk(mut job: Job, n: usize, max: usize) -> (Option<Job>, Result<
         (Some(job), out)
     })
     .await;
-    done.unwrap_or_else(|e| (None, Err(Error::protocol(format!("reading the Arrow data failed: {e}")))))
+    done.unwrap_or_else(|e| {
+        (
+            None,
+            Err(Error::protocol(format!("reading the Arrow data failed: {e}"))),
+        )
+    })
 }
 
 /// Publishes every row of `job`; returns (rows read, messages written) and the error that stopped it.
@@ -343,7 +355,13 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
             match (&mut sent.0).await {
                 Ok(Ok(written)) => published += written,
                 Ok(Err(e)) => return (read, published, Some(e)),
-                Err(e) => return (read, published, Some(Error::protocol(format!("publishing a chunk failed: {e}")))),
+                Err(e) => {
+                    return (
+                        read,
+                        published,
+                        Some(Error::protocol(format!("publishing a chunk failed: {e}"))),
+                    )
+                }
             }
         }
         let (chunk, cmd) = match next {
@@ -367,7 +385,11 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
                 {
                     let e = validate::rsmq_too_long(m.utf16, text);
                     let row = chunk.index * n + i;
-                    return (read, published, Some(Error::new(e.kind, format!("row {row}: {}", e.message))));
+                    return (
+                        read,
+                        published,
+                        Some(Error::new(e.kind, format!("row {row}: {}", e.message))),
+                    );
                 }
             }
         }

@@ -198,7 +198,14 @@ impl RsmqCore {
             let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
             let value = arrow::column_name(value_column, "value_column")?;
             let delay = call_ms(delay, "delay")?.map(|d| d.to_string()).unwrap_or_default();
-            arrow::job(arrow::Sink::Rsmq(self.queue.clone(), delay), data, key, ttl, None, value)
+            arrow::job(
+                arrow::Sink::Rsmq(self.queue.clone(), delay),
+                data,
+                key,
+                ttl,
+                None,
+                value,
+            )
         })?;
         Ok(arrow::op(pool, job))
     }

@@ -132,7 +132,14 @@ impl StreamCore {
             let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
             let value = arrow::column_name(value_column, "value_column")?;
             let retention = retention(limits.0, limits.1, limits.2)?;
-            arrow::job(arrow::Sink::Stream(self.keys.clone(), retention), data, key, ttl, None, value)
+            arrow::job(
+                arrow::Sink::Stream(self.keys.clone(), retention),
+                data,
+                key,
+                ttl,
+                None,
+                value,
+            )
         })?;
         Ok(arrow::op(pool, job))
     }
