@@ -87,6 +87,19 @@ pub fn column_name(obj: Option<&Bound<'_, PyAny>>, what: &str) -> Result<Option<
     }
 }
 
+/// The arguments every publish_arrow takes, checked in order: dedup_key, dedup_ttl (in ms), value_column.
+pub fn common_args(
+    dedup_key_arg: Option<&Bound<'_, PyAny>>,
+    dedup_ttl: &Arg<'_>,
+    value_column: Option<&Bound<'_, PyAny>>,
+) -> Result<(Option<String>, u64, Option<String>)> {
+    Ok((
+        dedup_key(dedup_key_arg)?,
+        dedup_ttl_ms(dedup_ttl)?,
+        column_name(value_column, "value_column")?,
+    ))
+}
+
 // ---- importing the data ----------------------------------------------------------------------------------
 
 fn not_arrow(obj: &Bound<'_, PyAny>) -> Error {

@@ -194,9 +194,7 @@ impl RsmqCore {
         delay: Option<&Bound<'_, PyAny>>,
     ) -> Result<Op> {
         let (pool, job) = self.core.pool_after(|| {
-            let key = arrow::dedup_key(dedup_key)?;
-            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
-            let value = arrow::column_name(value_column, "value_column")?;
+            let (key, ttl, value) = arrow::common_args(dedup_key, dedup_ttl, value_column)?;
             let delay = call_ms(delay, "delay")?.map(|d| d.to_string()).unwrap_or_default();
             arrow::job(
                 arrow::Sink::Rsmq(self.queue.clone(), delay),

@@ -128,9 +128,7 @@ impl StreamCore {
         limits: (Option<&Bound<'_, PyAny>>, Option<&Bound<'_, PyAny>>, &Arg<'_>),
     ) -> Result<Op> {
         let (pool, job) = self.core.pool_after(|| {
-            let key = arrow::dedup_key(dedup_key)?;
-            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
-            let value = arrow::column_name(value_column, "value_column")?;
+            let (key, ttl, value) = arrow::common_args(dedup_key, dedup_ttl, value_column)?;
             let retention = retention(limits.0, limits.1, limits.2)?;
             arrow::job(
                 arrow::Sink::Stream(self.keys.clone(), retention),

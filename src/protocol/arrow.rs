@@ -66,18 +66,52 @@ fn py_from_exp(out: &mut Vec<u8>, s: &str) {
     py_layout(out, negative, &digits, exp);
 }
 
-/// Python's `repr(float)`: `0.1`, `1e+20`, `1e-05`, `100.0`, `-0.0`, `nan`, `inf`, `-inf`.
-pub fn write_f64(out: &mut Vec<u8>, v: f64) {
-    if v.is_nan() {
-        out.extend_from_slice(b"nan");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-    } else {
-        py_from_exp(
+/// A float type whose value can be written as Python writes a float.
+pub trait PyFloat: Copy + std::fmt::LowerExp + std::str::FromStr + PartialEq {
+    fn class(self) -> Option<&'static [u8]>;
+}
+
+macro_rules! py_float {
+    ($t:ty) => {
+        impl PyFloat for $t {
+            /// `nan`, `inf` or `-inf`; None for a finite value.
+            fn class(self) -> Option<&'static [u8]> {
+                if self.is_nan() {
+                    Some(b"nan")
+                } else if self.is_infinite() {
+                    Some(if self > 0.0 { b"inf" } else { b"-inf" })
+                } else {
+                    None
+                }
+            }
+        }
+    };
+}
+py_float!(f64);
+py_float!(f32);
+
+/// Python's `repr(float)` for a float64 (`0.1`, `1e+20`, `1e-05`, `100.0`, `-0.0`, `nan`, `inf`, `-inf`);
+/// for a float32, the shortest decimal that reads back as the same float32, in the same layout.
+pub fn write_float<F: PyFloat>(out: &mut Vec<u8>, v: F) {
+    match v.class() {
+        Some(word) => out.extend_from_slice(word),
+        None => py_from_exp(
             out,
-            &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)),
-        );
+            &nearest_shortest(
+                format!("{v:e}"),
+                |p| format!("{v:.p$e}"),
+                |s| s.parse::<F>().ok() == Some(v),
+            ),
+        ),
     }
+}
+
+pub fn write_f64(out: &mut Vec<u8>, v: f64) {
+    write_float(out, v);
+}
+
+pub fn write_f32(out: &mut Vec<u8>, v: f32) {
+    write_float(out, v);
 }
 
 /// Among the shortest decimals that read back as the float, the nearest to it, ties to even (as Python's
@@ -91,20 +125,6 @@ fn nearest_shortest(shortest: String, exact: impl Fn(usize) -> String, round_tri
         rounded
     } else {
         shortest
-    }
-}
-
-/// The shortest decimal that reads back as the same float32, in the layout of [`write_f64`].
-pub fn write_f32(out: &mut Vec<u8>, v: f32) {
-    if v.is_nan() {
-        out.extend_from_slice(b"nan");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-    } else {
-        py_from_exp(
-            out,
-            &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)),
-        );
     }
 }
 
