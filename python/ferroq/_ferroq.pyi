@@ -33,9 +33,12 @@ __all__ = [
     'Stream',
     'Topic',
     '__version__',
+    'dedup_token',
     'new_message_id',
     'rfq_keys',
+    'rfq_published_key',
     'rsmq_keys',
+    'rsmq_published_key',
     'script_hashes',
     'stream_keys',
     'stream_published_key',
@@ -66,6 +69,16 @@ def stream_keys(name: str) -> list[str]:
 
 def stream_published_key(name: str, token: str) -> str:
     """The key recording the ids one publish call (identified by ``token``) appended to stream ``name``."""
+
+def rfq_published_key(topic: str, token: str) -> str:
+    """The record key of one publish chunk (``token``) of ``topic``, for parity tests. Raises InvalidName."""
+
+def rsmq_published_key(ns: str, qname: str, token: str) -> str:
+    """The record key of one send chunk (``token``) of an RSMQ queue, for parity tests. Raises InvalidName."""
+
+def dedup_token(dedup_key: str, chunk: int) -> str:
+    """The record token of chunk ``chunk`` of a publish_arrow call with ``dedup_key``: sha1 of
+    ``<dedup_key>:<chunk>``, 32 hex digits."""
 
 @final
 class Client:
