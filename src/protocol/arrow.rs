@@ -662,6 +662,12 @@ impl Layout {
                             "a column name is empty: message field names must be non-empty",
                         ));
                     }
+                    if out.iter().any(|(_, n)| n == f.name()) {
+                        return Err(Error::invalid(format!(
+                            "column name {} appears twice: message field names must be unique",
+                            py_repr(f.name())
+                        )));
+                    }
                     out.push((i, f.name().clone()));
                 }
                 out

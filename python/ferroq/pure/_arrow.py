@@ -424,6 +424,8 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
                 raise _refuse(f.name, why)
             if not f.name and target != 'rsmq':
                 raise InvalidArgument('a column name is empty: message field names must be non-empty')
+            if any(name == f.name for _, name in fields):
+                raise InvalidArgument(f'column name {f.name!r} appears twice: message field names must be unique')
             fields.append((i, f.name))
     if target == 'stream' and len(fields) > MAX_STREAM_FIELDS:
         raise InvalidArgument(
