@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyFloat, PyInt, PyString, PyTuple};
 use redis::{Cmd, Value};
 
-use crate::bindings::client::{Arg, Convert, Op};
+use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
 use crate::bindings::exceptions::to_pyerr;
 use crate::errors::{Error, Result};
@@ -87,17 +87,38 @@ pub fn column_name(obj: Option<&Bound<'_, PyAny>>, what: &str) -> Result<Option<
     }
 }
 
-/// The arguments every publish_arrow takes, checked in order: dedup_key, dedup_ttl (in ms), value_column.
-pub fn common_args(
+/// The checked arguments of a publish_arrow call.
+pub struct Args {
+    pub dedup_key: Option<String>,
+    pub ttl_ms: u64,
+    pub id_column: Option<String>,
+    pub value_column: Option<String>,
+}
+
+/// Checks, in this order, `dedup_key`, `dedup_ttl` (kept in ms), `id_column` (topics only: None elsewhere)
+/// and `value_column`.
+pub fn args(
     dedup_key_arg: Option<&Bound<'_, PyAny>>,
     dedup_ttl: &Arg<'_>,
+    id_column: Option<&Bound<'_, PyAny>>,
     value_column: Option<&Bound<'_, PyAny>>,
-) -> Result<(Option<String>, u64, Option<String>)> {
-    Ok((
-        dedup_key(dedup_key_arg)?,
-        dedup_ttl_ms(dedup_ttl)?,
-        column_name(value_column, "value_column")?,
-    ))
+) -> Result<Args> {
+    Ok(Args {
+        dedup_key: dedup_key(dedup_key_arg)?,
+        ttl_ms: dedup_ttl_ms(dedup_ttl)?,
+        id_column: column_name(id_column, "id_column")?,
+        value_column: column_name(value_column, "value_column")?,
+    })
+}
+
+/// A publish_arrow operation: `check` validates the arguments and names the sink (no I/O), then the data
+/// and its schema are checked, then the pool is taken (a closed client is reported after bad input).
+pub fn prepare(core: &Core, data: &Bound<'_, PyAny>, check: impl FnOnce() -> Result<(Sink, Args)>) -> Result<Op> {
+    let (pool, job) = core.pool_after(|| {
+        let (sink, args) = check()?;
+        job(sink, data, args)
+    })?;
+    Ok(op(pool, job))
 }
 
 // ---- importing the data ----------------------------------------------------------------------------------
@@ -199,21 +220,19 @@ pub struct Job {
 }
 
 /// Validates what is left (the schema against the options) and prepares the call.
-pub fn job(
-    sink: Sink,
-    data: &Bound<'_, PyAny>,
-    dedup_key: Option<String>,
-    ttl_ms: u64,
-    id_column: Option<String>,
-    value_column: Option<String>,
-) -> Result<Job> {
+pub fn job(sink: Sink, data: &Bound<'_, PyAny>, args: Args) -> Result<Job> {
     let (schema, batches) = import(data)?;
-    let layout = Layout::new(&schema, sink.target(), id_column.as_deref(), value_column.as_deref())?;
+    let layout = Layout::new(
+        &schema,
+        sink.target(),
+        args.id_column.as_deref(),
+        args.value_column.as_deref(),
+    )?;
     Ok(Job {
         sink,
         rows: Rows::new(batches, layout),
-        dedup_key,
-        ttl_ms,
+        dedup_key: args.dedup_key,
+        ttl_ms: args.ttl_ms,
     })
 }
 
