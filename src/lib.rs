@@ -62,6 +62,34 @@ fn stream_published_key(py: Python<'_>, name: &Bound<'_, PyAny>, token: &str) ->
     Ok(protocol::keys::stream_published(&name, token))
 }
 
+/// The record key of one publish chunk of topic `topic`, for parity tests.
+#[pyfunction]
+fn rfq_published_key(py: Python<'_>, topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    use bindings::exceptions::IntoPy;
+    let topic = bindings::convert::topic_name(topic).py_err(py)?;
+    Ok(protocol::keys::rfq_published(&topic, token))
+}
+
+/// The record key of one send chunk of RSMQ queue `qname`, for parity tests.
+#[pyfunction]
+fn rsmq_published_key(
+    py: Python<'_>,
+    ns: &Bound<'_, PyAny>,
+    qname: &Bound<'_, PyAny>,
+    token: &str,
+) -> PyResult<String> {
+    use bindings::exceptions::IntoPy;
+    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
+    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+    Ok(protocol::keys::rsmq_published(&ns, &qname, token))
+}
+
+/// The record token of chunk `chunk` of an idempotent publish with `dedup_key`, for parity tests.
+#[pyfunction]
+fn dedup_token(dedup_key: &str, chunk: usize) -> String {
+    protocol::keys::dedup_token(dedup_key, chunk)
+}
+
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -73,6 +101,9 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rsmq_keys, m)?)?;
     m.add_function(wrap_pyfunction!(stream_keys, m)?)?;
     m.add_function(wrap_pyfunction!(stream_published_key, m)?)?;
+    m.add_function(wrap_pyfunction!(rfq_published_key, m)?)?;
+    m.add_function(wrap_pyfunction!(rsmq_published_key, m)?)?;
+    m.add_function(wrap_pyfunction!(dedup_token, m)?)?;
     m.add_class::<bindings::client::Client>()?;
     m.add_class::<bindings::client::Topic>()?;
     m.add_class::<bindings::async_client::AsyncClient>()?;

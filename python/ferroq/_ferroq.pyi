@@ -33,9 +33,12 @@ __all__ = [
     'Stream',
     'Topic',
     '__version__',
+    'dedup_token',
     'new_message_id',
     'rfq_keys',
+    'rfq_published_key',
     'rsmq_keys',
+    'rsmq_published_key',
     'script_hashes',
     'stream_keys',
     'stream_published_key',
@@ -66,6 +69,16 @@ def stream_keys(name: str) -> list[str]:
 
 def stream_published_key(name: str, token: str) -> str:
     """The key recording the ids one publish call (identified by ``token``) appended to stream ``name``."""
+
+def rfq_published_key(topic: str, token: str) -> str:
+    """The record key of one publish chunk (``token``) of ``topic``, for parity tests. Raises InvalidName."""
+
+def rsmq_published_key(ns: str, qname: str, token: str) -> str:
+    """The record key of one send chunk (``token``) of an RSMQ queue, for parity tests. Raises InvalidName."""
+
+def dedup_token(dedup_key: str, chunk: int) -> str:
+    """The record token of chunk ``chunk`` of a publish_arrow call with ``dedup_key``: sha1 of
+    ``<dedup_key>:<chunk>``, 32 hex digits."""
 
 @final
 class Client:
@@ -182,6 +195,31 @@ class Topic:
         call (ConnectionFailed: the outcome of the chunk in flight is unknown), has ``published``: how many
         messages the chunks before it held. An exception of the iterable itself propagates unchanged.
         """
+    def publish_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        id_column: str | None = None,
+        value_column: str | None = None,
+    ) -> tuple[int, int]:
+        """Publish Arrow data, one message per row; returns ``(rows, published)``.
+
+        ``data``: a pyarrow RecordBatch, Table or RecordBatchReader, or any object with ``__arrow_c_stream__``
+        / ``__arrow_c_array__`` (the Arrow PyCapsule interface), taken through the Arrow C Data Interface.
+        Every column becomes a field named after it holding the value's string form (docs/protocol.md,
+        "Arrow rows"); a null leaves the field out. ``value_column``: one field with that (string or binary,
+        raw) column only. ``id_column``: that column is the message id (insert-if-absent), not a field.
+
+        Rows are cut into chunks of ``chunk_size`` by their index in the whole data, one atomic script call
+        each, converted and sent with the GIL released, the next chunk converted while one is in flight.
+        ``dedup_key`` (e.g. job and partition): each chunk is written at most once per key within
+        ``dedup_ttl`` seconds, even if its messages were consumed meanwhile; ``published`` does not count the
+        rows of chunks skipped so. Arguments and the schema are checked before anything is written; a bad row
+        (InvalidMessage, MessageTooLarge, naming the row) is raised before its chunk is sent, with
+        ``published`` (the messages written before it) on the error.
+        """
     def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]:
@@ -286,6 +324,15 @@ class AsyncTopic:
     async def publish(self, fields: Mapping[str, str], front: bool = False) -> str: ...
     async def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> list[str]: ...
     async def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> int: ...
+    async def publish_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        id_column: str | None = None,
+        value_column: str | None = None,
+    ) -> tuple[int, int]: ...
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]: ...
@@ -352,6 +399,20 @@ class RsmqQueue:
         Raises:
             MessageTooLarge: longer than the queue's maxsize (UTF-16 code units) or max_message_bytes.
         """
+    def send_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        delay: float | None = None,
+    ) -> tuple[int, int]:
+        """Send Arrow data, one message per row; returns ``(rows, published)`` (see ``Topic.publish_arrow``).
+
+        The body is the ``value_column`` (a string column), else the JSON object of the row's fields (their
+        string forms as JSON strings, in column order, nulls left out).
+        """
     def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]:
         """Send many messages; returns their ids in input order.
 
@@ -407,6 +468,15 @@ class AsyncRsmqQueue:
         dead_letter: str | None = None,
     ) -> RsmqAttributes: ...
     async def send(self, message: str, delay: float | None = None) -> str: ...
+    async def send_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        delay: float | None = None,
+    ) -> tuple[int, int]: ...
     async def send_batch(self, messages: Iterable[str], delay: float | None = None) -> list[str]: ...
     async def receive(self, vt: float | None = None, block: float | None = None) -> RsmqMessage | None: ...
     async def receive_batch(
@@ -475,6 +545,18 @@ class Stream:
         One atomic script per chunk of ``chunk_size``, each with its own token (appended once, even when
         retried). Every message is validated before anything is sent: bad items raise BatchError.
         """
+    def publish_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> tuple[int, int]:
+        """Append Arrow data, one entry per row; returns ``(rows, published)`` (see ``Topic.publish_arrow``)."""
     def length(self) -> int:
         """Entries in the stream (XLEN; 0 for a missing stream)."""
     def range(self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100) -> list[StreamEntry]:
@@ -572,6 +654,17 @@ class AsyncStream:
         max_age: float | None = None,
         approximate: bool = True,
     ) -> list[str]: ...
+    async def publish_arrow(
+        self,
+        data: object,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> tuple[int, int]: ...
     async def length(self) -> int: ...
     async def range(
         self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100

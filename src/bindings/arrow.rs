@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyFloat, PyInt, PyString, PyTuple};
 use redis::{Cmd, Value};
 
-use crate::bindings::client::{Arg, Convert, Op};
+use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
 use crate::bindings::exceptions::to_pyerr;
 use crate::errors::{Error, Result};
@@ -74,13 +74,51 @@ pub fn column_name(obj: Option<&Bound<'_, PyAny>>, what: &str) -> Result<Option<
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
-    match obj.cast::<PyString>().ok().and_then(|s| s.to_cow().ok().map(|c| c.into_owned())) {
+    match obj
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_cow().ok().map(|c| c.into_owned()))
+    {
         Some(s) if !s.is_empty() => Ok(Some(s)),
         _ => Err(Error::invalid(format!(
             "{what} must be None or a column name (a non-empty str), got {}",
             repr(obj)
         ))),
     }
+}
+
+/// The checked arguments of a publish_arrow call.
+pub struct Args {
+    pub dedup_key: Option<String>,
+    pub ttl_ms: u64,
+    pub id_column: Option<String>,
+    pub value_column: Option<String>,
+}
+
+/// Checks, in this order, `dedup_key`, `dedup_ttl` (kept in ms), `id_column` (topics only: None elsewhere)
+/// and `value_column`.
+pub fn args(
+    dedup_key_arg: Option<&Bound<'_, PyAny>>,
+    dedup_ttl: &Arg<'_>,
+    id_column: Option<&Bound<'_, PyAny>>,
+    value_column: Option<&Bound<'_, PyAny>>,
+) -> Result<Args> {
+    Ok(Args {
+        dedup_key: dedup_key(dedup_key_arg)?,
+        ttl_ms: dedup_ttl_ms(dedup_ttl)?,
+        id_column: column_name(id_column, "id_column")?,
+        value_column: column_name(value_column, "value_column")?,
+    })
+}
+
+/// A publish_arrow operation: `check` validates the arguments and names the sink (no I/O), then the data
+/// and its schema are checked, then the pool is taken (a closed client is reported after bad input).
+pub fn prepare(core: &Core, data: &Bound<'_, PyAny>, check: impl FnOnce() -> Result<(Sink, Args)>) -> Result<Op> {
+    let (pool, job) = core.pool_after(|| {
+        let (sink, args) = check()?;
+        job(sink, data, args)
+    })?;
+    Ok(op(pool, job))
 }
 
 // ---- importing the data ----------------------------------------------------------------------------------
@@ -128,7 +166,10 @@ pub fn import(data: &Bound<'_, PyAny>) -> Result<(SchemaRef, Batches)> {
         if pair.len() != 2 {
             return Err(arrow_error("__arrow_c_array__ did not return a pair"));
         }
-        let (schema_cap, array_cap) = (pair.get_item(0).map_err(arrow_error)?, pair.get_item(1).map_err(arrow_error)?);
+        let (schema_cap, array_cap) = (
+            pair.get_item(0).map_err(arrow_error)?,
+            pair.get_item(1).map_err(arrow_error)?,
+        );
         let schema_ptr = capsule(&schema_cap, c"arrow_schema")?;
         let array_ptr = capsule(&array_cap, c"arrow_array")?;
         // SAFETY: the capsules hold an ArrowSchema (borrowed: its capsule keeps and releases it) and an
@@ -179,21 +220,19 @@ pub struct Job {
 }
 
 /// Validates what is left (the schema against the options) and prepares the call.
-pub fn job(
-    sink: Sink,
-    data: &Bound<'_, PyAny>,
-    dedup_key: Option<String>,
-    ttl_ms: u64,
-    id_column: Option<String>,
-    value_column: Option<String>,
-) -> Result<Job> {
+pub fn job(sink: Sink, data: &Bound<'_, PyAny>, args: Args) -> Result<Job> {
     let (schema, batches) = import(data)?;
-    let layout = Layout::new(&schema, sink.target(), id_column.as_deref(), value_column.as_deref())?;
+    let layout = Layout::new(
+        &schema,
+        sink.target(),
+        args.id_column.as_deref(),
+        args.value_column.as_deref(),
+    )?;
     Ok(Job {
         sink,
         rows: Rows::new(batches, layout),
-        dedup_key,
-        ttl_ms,
+        dedup_key: args.dedup_key,
+        ttl_ms: args.ttl_ms,
     })
 }
 
@@ -314,7 +353,12 @@ async fn next_chunk(mut job: Job, n: usize, max: usize) -> (Option<Job>, Result<
         (Some(job), out)
     })
     .await;
-    done.unwrap_or_else(|e| (None, Err(Error::protocol(format!("reading the Arrow data failed: {e}")))))
+    done.unwrap_or_else(|e| {
+        (
+            None,
+            Err(Error::protocol(format!("reading the Arrow data failed: {e}"))),
+        )
+    })
 }
 
 /// Publishes every row of `job`; returns (rows read, messages written) and the error that stopped it.
@@ -343,7 +387,13 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
             match (&mut sent.0).await {
                 Ok(Ok(written)) => published += written,
                 Ok(Err(e)) => return (read, published, Some(e)),
-                Err(e) => return (read, published, Some(Error::protocol(format!("publishing a chunk failed: {e}")))),
+                Err(e) => {
+                    return (
+                        read,
+                        published,
+                        Some(Error::protocol(format!("publishing a chunk failed: {e}"))),
+                    )
+                }
             }
         }
         let (chunk, cmd) = match next {
@@ -367,7 +417,11 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
                 {
                     let e = validate::rsmq_too_long(m.utf16, text);
                     let row = chunk.index * n + i;
-                    return (read, published, Some(Error::new(e.kind, format!("row {row}: {}", e.message))));
+                    return (
+                        read,
+                        published,
+                        Some(Error::new(e.kind, format!("row {row}: {}", e.message))),
+                    );
                 }
             }
         }

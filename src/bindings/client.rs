@@ -409,14 +409,10 @@ impl TopicCore {
         id_column: Option<&Bound<'_, PyAny>>,
         value_column: Option<&Bound<'_, PyAny>>,
     ) -> Result<Op> {
-        let (pool, job, _) = self.pool_after(|| {
-            let key = arrow::dedup_key(dedup_key)?;
-            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
-            let id = arrow::column_name(id_column, "id_column")?;
-            let value = arrow::column_name(value_column, "value_column")?;
-            arrow::job(arrow::Sink::Topic(self.keys.clone()), data, key, ttl, id, value)
-        })?;
-        Ok(arrow::op(pool, job))
+        arrow::prepare(&self.core, data, || {
+            let args = arrow::args(dedup_key, dedup_ttl, id_column, value_column)?;
+            Ok((arrow::Sink::Topic(self.keys.clone()), args))
+        })
     }
 
     pub fn claim_op(

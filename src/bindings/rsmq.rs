@@ -193,14 +193,11 @@ impl RsmqCore {
         value_column: Option<&Bound<'_, PyAny>>,
         delay: Option<&Bound<'_, PyAny>>,
     ) -> Result<Op> {
-        let (pool, job) = self.core.pool_after(|| {
-            let key = arrow::dedup_key(dedup_key)?;
-            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
-            let value = arrow::column_name(value_column, "value_column")?;
+        arrow::prepare(&self.core, data, || {
+            let args = arrow::args(dedup_key, dedup_ttl, None, value_column)?;
             let delay = call_ms(delay, "delay")?.map(|d| d.to_string()).unwrap_or_default();
-            arrow::job(arrow::Sink::Rsmq(self.queue.clone(), delay), data, key, ttl, None, value)
-        })?;
-        Ok(arrow::op(pool, job))
+            Ok((arrow::Sink::Rsmq(self.queue.clone(), delay), args))
+        })
     }
 
     /// receive / receive_batch / pop / pop_batch; `count` None means one message, returned alone.

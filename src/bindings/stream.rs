@@ -127,14 +127,11 @@ impl StreamCore {
         value_column: Option<&Bound<'_, PyAny>>,
         limits: (Option<&Bound<'_, PyAny>>, Option<&Bound<'_, PyAny>>, &Arg<'_>),
     ) -> Result<Op> {
-        let (pool, job) = self.core.pool_after(|| {
-            let key = arrow::dedup_key(dedup_key)?;
-            let ttl = arrow::dedup_ttl_ms(dedup_ttl)?;
-            let value = arrow::column_name(value_column, "value_column")?;
+        arrow::prepare(&self.core, data, || {
+            let args = arrow::args(dedup_key, dedup_ttl, None, value_column)?;
             let retention = retention(limits.0, limits.1, limits.2)?;
-            arrow::job(arrow::Sink::Stream(self.keys.clone(), retention), data, key, ttl, None, value)
-        })?;
-        Ok(arrow::op(pool, job))
+            Ok((arrow::Sink::Stream(self.keys.clone(), retention), args))
+        })
     }
 
     /// publish / publish_batch: `messages` checked, then the retention, then one publish-2 call per chunk.

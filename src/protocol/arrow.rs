@@ -66,15 +66,52 @@ fn py_from_exp(out: &mut Vec<u8>, s: &str) {
     py_layout(out, negative, &digits, exp);
 }
 
-/// Python's `repr(float)`: `0.1`, `1e+20`, `1e-05`, `100.0`, `-0.0`, `nan`, `inf`, `-inf`.
-pub fn write_f64(out: &mut Vec<u8>, v: f64) {
-    if v.is_nan() {
-        out.extend_from_slice(b"nan");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-    } else {
-        py_from_exp(out, &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)));
+/// A float type whose value can be written as Python writes a float.
+pub trait PyFloat: Copy + std::fmt::LowerExp + std::str::FromStr + PartialEq {
+    fn class(self) -> Option<&'static [u8]>;
+}
+
+macro_rules! py_float {
+    ($t:ty) => {
+        impl PyFloat for $t {
+            /// `nan`, `inf` or `-inf`; None for a finite value.
+            fn class(self) -> Option<&'static [u8]> {
+                if self.is_nan() {
+                    Some(b"nan")
+                } else if self.is_infinite() {
+                    Some(if self > 0.0 { b"inf" } else { b"-inf" })
+                } else {
+                    None
+                }
+            }
+        }
+    };
+}
+py_float!(f64);
+py_float!(f32);
+
+/// Python's `repr(float)` for a float64 (`0.1`, `1e+20`, `1e-05`, `100.0`, `-0.0`, `nan`, `inf`, `-inf`);
+/// for a float32, the shortest decimal that reads back as the same float32, in the same layout.
+pub fn write_float<F: PyFloat>(out: &mut Vec<u8>, v: F) {
+    match v.class() {
+        Some(word) => out.extend_from_slice(word),
+        None => py_from_exp(
+            out,
+            &nearest_shortest(
+                format!("{v:e}"),
+                |p| format!("{v:.p$e}"),
+                |s| s.parse::<F>().ok() == Some(v),
+            ),
+        ),
     }
+}
+
+pub fn write_f64(out: &mut Vec<u8>, v: f64) {
+    write_float(out, v);
+}
+
+pub fn write_f32(out: &mut Vec<u8>, v: f32) {
+    write_float(out, v);
 }
 
 /// Among the shortest decimals that read back as the float, the nearest to it, ties to even (as Python's
@@ -88,17 +125,6 @@ fn nearest_shortest(shortest: String, exact: impl Fn(usize) -> String, round_tri
         rounded
     } else {
         shortest
-    }
-}
-
-/// The shortest decimal that reads back as the same float32, in the layout of [`write_f64`].
-pub fn write_f32(out: &mut Vec<u8>, v: f32) {
-    if v.is_nan() {
-        out.extend_from_slice(b"nan");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-    } else {
-        py_from_exp(out, &nearest_shortest(format!("{v:e}"), |p| format!("{v:.p$e}"), |s| s.parse() == Ok(v)));
     }
 }
 
@@ -250,9 +276,7 @@ pub fn unsupported(dt: &DataType) -> Option<String> {
         Null | Boolean | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Float32 | Float64
         | Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..) | Utf8 | LargeUtf8 | Utf8View | Binary
         | LargeBinary | BinaryView | FixedSizeBinary(_) | Timestamp(..) | Date32 | Date64 | Duration(_) => None,
-        Time32(TimeUnit::Second | TimeUnit::Millisecond) | Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond) => {
-            None
-        }
+        Time32(TimeUnit::Second | TimeUnit::Millisecond) | Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond) => None,
         List(f) | LargeList(f) | FixedSizeList(f, _) => unsupported(f.data_type()),
         Struct(fields) => fields.iter().find_map(|f| unsupported(f.data_type())),
         Map(entries, _) => unsupported(entries.data_type()),
@@ -638,6 +662,12 @@ impl Layout {
                             "a column name is empty: message field names must be non-empty",
                         ));
                     }
+                    if out.iter().any(|(_, n)| n == f.name()) {
+                        return Err(Error::invalid(format!(
+                            "column name {} appears twice: message field names must be unique",
+                            py_repr(f.name())
+                        )));
+                    }
                     out.push((i, f.name().clone()));
                 }
                 out
@@ -834,7 +864,11 @@ impl<I: Iterator<Item = std::result::Result<RecordBatch, ArrowError>>> Rows<I> {
             for (f, (c, name)) in layout.fields.iter().enumerate() {
                 let start = chunk.buf.len();
                 let a = batch.column(*c).as_ref();
-                let written = if layout.raw { raw_bytes(&mut chunk.buf, a, i) } else { text(&mut chunk.buf, a, i) };
+                let written = if layout.raw {
+                    raw_bytes(&mut chunk.buf, a, i)
+                } else {
+                    text(&mut chunk.buf, a, i)
+                };
                 if written {
                     chunk.spans.push((f, start, chunk.buf.len()));
                     size += if layout.target == Target::Rsmq { 0 } else { name.len() } + chunk.buf.len() - start;
@@ -917,12 +951,12 @@ mod tests {
             (-2.5, "-2.5"),
             (1.0 / 3.0, "0.3333333333333333"),
             (12345.678, "12345.678"),
-            // a tie between two shortest forms: Python takes the even digit
-            (-670048525966254.25, "-670048525966254.2"),
         ];
         for (v, want) in cases {
             assert_eq!(f64s(*v), *want, "{v:e}");
         }
+        // A tie between two shortest forms (the value is exactly ...254.25): Python takes the even digit.
+        assert_eq!(f64s("-670048525966254.25".parse().unwrap()), "-670048525966254.2");
     }
 
     #[test]
@@ -937,7 +971,7 @@ mod tests {
             (f32::MIN_POSITIVE, "1.1754944e-38"),
             (1e-45, "1e-45"),
             (16777216.0, "16777216.0"),
-            (3.14159, "3.14159"),
+            (1.2345678, "1.2345678"),
         ];
         for (v, want) in cases {
             assert_eq!(f32s(*v), *want, "{v:e}");
@@ -964,9 +998,15 @@ mod tests {
             String::from_utf8(out).unwrap()
         };
         assert_eq!(ts(0, TimeUnit::Second, false), "1970-01-01T00:00:00");
-        assert_eq!(ts(1_700_000_000_123, TimeUnit::Millisecond, true), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            ts(1_700_000_000_123, TimeUnit::Millisecond, true),
+            "2023-11-14T22:13:20.123Z"
+        );
         assert_eq!(ts(-1, TimeUnit::Microsecond, false), "1969-12-31T23:59:59.999999");
-        assert_eq!(ts(951_782_400_000_000_001, TimeUnit::Nanosecond, false), "2000-02-29T00:00:00.000000001");
+        assert_eq!(
+            ts(951_782_400_000_000_001, TimeUnit::Nanosecond, false),
+            "2000-02-29T00:00:00.000000001"
+        );
         assert_eq!(ts(253_402_300_799, TimeUnit::Second, true), "9999-12-31T23:59:59Z");
         assert_eq!(ts(-62_135_596_800, TimeUnit::Second, false), "0001-01-01T00:00:00");
         let mut out = Vec::new();
@@ -993,6 +1033,9 @@ mod tests {
         let mut out = Vec::new();
         write_json_str(&mut out, "a\"b\\c\n\t\u{1}\u{7f}é😀\u{8}\u{c}\r".as_bytes());
         // Python: json.dumps('a"b\\c\n\t\x01\x7fé😀\b\f\r', ensure_ascii=False)
-        assert_eq!(String::from_utf8(out).unwrap(), "\"a\\\"b\\\\c\\n\\t\\u0001\u{7f}é😀\\b\\f\\r\"");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\n\\t\\u0001\u{7f}é😀\\b\\f\\r\""
+        );
     }
 }

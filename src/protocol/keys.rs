@@ -38,7 +38,9 @@ pub fn rfq_published(topic: &str, token: &str) -> String {
 /// The marker token of chunk `chunk` of an idempotent publish with `dedup_key`: the 32-hex SHA1 of
 /// `<dedup_key>:<chunk>`, so a repeated call (a Spark task retried) names the same markers.
 pub fn dedup_token(dedup_key: &str, chunk: usize) -> String {
-    let mut t = sha1_smol::Sha1::from(format!("{dedup_key}:{chunk}")).digest().to_string();
+    let mut t = sha1_smol::Sha1::from(format!("{dedup_key}:{chunk}"))
+        .digest()
+        .to_string();
     t.truncate(32);
     t
 }

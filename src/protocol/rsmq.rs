@@ -656,7 +656,16 @@ mod tests {
         assert_eq!(args[1], Id::RsmqSend.script().sha);
         assert_eq!(
             &args[2..10],
-            ["3", "rsmq:jobs", "rsmq:jobs:Q", "rsmq:jobs:published:t0", "", "3", "rsmq:rt:jobs", "120000"]
+            [
+                "3",
+                "rsmq:jobs",
+                "rsmq:jobs:Q",
+                "rsmq:jobs:published:t0",
+                "",
+                "3",
+                "rsmq:rt:jobs",
+                "120000"
+            ]
         );
         assert_eq!(&args[10..], [&randoms[0], "hi", &randoms[1], "😀x"]);
         let quiet = Queue::new("rsmq", "jobs", false);

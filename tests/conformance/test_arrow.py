@@ -21,6 +21,12 @@ def backlog_fields(r, topic='t'):
     return [r.hgetall(f'rfq:{topic}:message:{i}') for i in r.lrange(f'rfq:{topic}:backlog', 0, -1)[::-1]]
 
 
+def evalsha_calls(r):
+    """EVALSHA calls that ran (not those refused with NOSCRIPT)."""
+    stats = r.info('commandstats').get('cmdstat_evalsha', {})
+    return stats.get('calls', 0) - stats.get('failed_calls', 0) - stats.get('rejected_calls', 0)
+
+
 def table(n, start=0):
     return pa.table({'id': pa.array(range(start, start + n), pa.int64()), 'tile': [f'T{i % 7}' for i in range(n)]})
 
@@ -120,6 +126,7 @@ def test_id_column_is_the_message_id_and_insert_if_absent(client, r):
 
 def test_chunks_follow_row_indexes_not_batch_boundaries(make_client, redis_url, r):
     c = make_client(redis_url, chunk_size=1000)
+    calls = evalsha_calls(r)
     schema = pa.schema([('id', pa.int64())])
     sizes = [1, 999, 1500, 37, 463]
     batches, start = [], 0
@@ -129,8 +136,12 @@ def test_chunks_follow_row_indexes_not_batch_boundaries(make_client, redis_url, 
     reader = pa.RecordBatchReader.from_batches(schema, iter(batches))
     assert c.stream('ev').publish_arrow(reader, dedup_key='job') == (3000, 3000)
     assert [int(f['id']) for _, f in r.xrange(SKEY)] == list(range(3000))
-    records = {r.get(keys.stream_published('ev', keys.dedup_token('job', k))) for k in range(3)}
+    records = [r.get(keys.stream_published('ev', keys.dedup_token('job', k))) for k in range(3)]
     assert None not in records and [len(ids.split()) for ids in records] == [1000, 1000, 1000]
+    assert evalsha_calls(r) - calls == 3  # one script call per chunk
+    topic = pa.Table.from_batches(batches)
+    assert c.topic('t').publish_arrow(topic, dedup_key='job') == (3000, 3000)
+    assert [r.get(keys.rfq_published('t', keys.dedup_token('job', k))) for k in range(4)] == ['1000'] * 3 + [None]
 
 
 @pytest.mark.parametrize('target', ['topic', 'rsmq', 'stream'])
@@ -170,14 +181,36 @@ def test_dedup_key_publishes_each_chunk_once(make_client, redis_url, r, target):
     assert 0 < r.pttl(marker) <= 60_000
 
 
-def test_dedup_skips_chunks_whose_messages_were_consumed(client, r):
-    t = client.topic('t')
-    assert t.publish_arrow(table(10), dedup_key='job-1') == (10, 10)
-    msgs = t.claim(count=10)
-    assert len(t.commit(msgs)) == 10
-    assert r.llen('rfq:t:backlog') == 0
-    assert t.publish_arrow(table(10), dedup_key='job-1') == (10, 0)
-    assert r.llen('rfq:t:backlog') == 0
+@pytest.mark.parametrize('target', ['topic', 'rsmq', 'stream'])
+def test_dedup_skips_chunks_whose_messages_were_consumed(client, r, target):
+    if target == 'topic':
+        t = client.topic('t')
+        publish, left = t.publish_arrow, lambda: r.llen('rfq:t:backlog')
+
+        def consume():
+            assert len(t.commit(t.claim(count=10))) == 10
+
+    elif target == 'rsmq':
+        q = client.rsmq('q')
+        q.create()
+        publish, left = q.send_arrow, lambda: r.zcard('rsmq:q')
+
+        def consume():
+            assert len(q.pop_batch(10)) == 10
+
+    else:
+        s = client.stream('ev')
+        publish, left = s.publish_arrow, lambda: r.xlen(SKEY)
+
+        def consume():
+            assert s.delete() is True
+
+    assert publish(table(10), dedup_key='job-1') == (10, 10)
+    consume()
+    assert left() == 0
+    assert publish(table(10), dedup_key='job-1') == (10, 0)
+    assert left() == 0
+    assert publish(table(10), dedup_key='job-2') == (10, 10)
 
 
 def test_without_dedup_key_every_call_publishes(client, r):

@@ -338,6 +338,11 @@ def test_bad_arrow_columns(client, r):
     with no_io(r), pytest.raises(InvalidArgument) as info:
         client.stream('s').publish_arrow(data, maxlen=-1)
     assert str(info.value) == 'maxlen must be None or an int >= 0, got -1'
+    twice = pa.Table.from_arrays([pa.array(['x']), pa.array(['y'])], names=['a', 'a'])
+    for publish in _arrow_targets(client).values():
+        with no_io(r), pytest.raises(InvalidArgument) as info:
+            publish(twice)
+        assert str(info.value) == "column name 'a' appears twice: message field names must be unique"
     interval = pa.array([pa.scalar((1, 2, 3), pa.month_day_nano_interval())])
     with no_io(r), pytest.raises(InvalidArgument) as info:
         t.publish_arrow(pa.table({'i': interval}))

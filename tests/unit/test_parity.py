@@ -108,6 +108,25 @@ def test_native_stream_keys_validate(name):
         native.stream_published_key(name, 'token')
 
 
+@pytest.mark.parametrize('name', ['a', 'ndvi.T32UNE_2024-01', 'x' * 128])
+def test_native_record_keys_match_protocol_keys(name):
+    token = uuid.uuid4().hex
+    assert native.rfq_published_key(name, token) == keys.rfq_published(name, token) == f'rfq:{name}:published:{token}'
+    qname = name.replace('.', '_')
+    assert native.rsmq_published_key('rsmq', qname, token) == keys.rsmq_published('rsmq', qname, token)
+    assert keys.rsmq_published('ns', 'q', token) == f'ns:q:published:{token}'
+    with pytest.raises(ferroq.InvalidName):
+        native.rfq_published_key('a:b', token)
+    with pytest.raises(ferroq.InvalidName):
+        native.rsmq_published_key('rsmq', 'a.b', token)
+
+
+@pytest.mark.parametrize(('key', 'chunk'), [('job-7', 3), ('é€😀' * 50, 0), ('k', 123456789)])
+def test_dedup_tokens_match(key, chunk):
+    assert native.dedup_token(key, chunk) == keys.dedup_token(key, chunk)
+    assert keys.dedup_token(key, chunk) == hashlib.sha1(f'{key}:{chunk}'.encode()).hexdigest()[:32]
+
+
 def test_rsmq_sent_reads_the_id_time():
     assert rsmq_sent('hoffhv5l3njYWTFbRSeb8pK7HNzgE0kN') == int('hoffhv5l3n', 36) / 1000
     assert math.isnan(rsmq_sent('X:' * 16))

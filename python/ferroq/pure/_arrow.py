@@ -31,7 +31,7 @@ Value = Optional[str]
 
 def load_pyarrow() -> Any:
     try:
-        import pyarrow
+        import pyarrow  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise InvalidArgument('publish_arrow needs pyarrow, which is not installed: pip install pyarrow') from None
     return pyarrow
@@ -424,6 +424,8 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
                 raise _refuse(f.name, why)
             if not f.name and target != 'rsmq':
                 raise InvalidArgument('a column name is empty: message field names must be non-empty')
+            if any(name == f.name for _, name in fields):
+                raise InvalidArgument(f'column name {f.name!r} appears twice: message field names must be unique')
             fields.append((i, f.name))
     if target == 'stream' and len(fields) > MAX_STREAM_FIELDS:
         raise InvalidArgument(
@@ -526,8 +528,8 @@ class Rows:
             raise MessageTooLarge(f'row {row}: message is {size} bytes, more than max_message_bytes={self._max}')
         utf16 = 0
         if lay.target == 'rsmq':
-            body = fields[0][1]
-            utf16 = _utf16_len(body if isinstance(body, str) else body.decode())
+            first = fields[0][1]
+            utf16 = _utf16_len(first if isinstance(first, str) else first.decode())
         return Row(msg_id, fields, utf16)
 
 
@@ -624,8 +626,8 @@ def _publish(
                 limit, text = maxsize
                 for i, row in enumerate(chunk):
                     if limit != -1 and row.utf16 > limit:
-                        exc = _rsmq._too_long(row.utf16, text)
-                        raise MessageTooLarge(f'row {index * n + i}: {exc}')
+                        too_long = _rsmq._too_long(row.utf16, text)
+                        raise MessageTooLarge(f'row {index * n + i}: {too_long}')
             token = dedup_token(dedup_key, index) if dedup_key is not None else uuid.uuid4().hex
             name, command = _command(lay, target, extra, chunk, token, dedup_key is not None, ttl_ms)
             read += len(chunk)

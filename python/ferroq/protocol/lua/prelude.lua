@@ -13,6 +13,24 @@ local function call_in_slices(command, key, list, first, last)
   end
 end
 
+-- A publish record (rsmq/send-3, streams/publish-2): the ids written for one chunk token, space-separated.
+local function record_ids(record)
+  local ids = {}
+  for id in string.gmatch(record or '', '%S+') do
+    ids[#ids + 1] = id
+  end
+  return ids
+end
+
+-- Adds ids (written now) to the record `record` (its old value, or false) at key, kept ms milliseconds.
+local function extend_record(key, record, ids, ms)
+  local all = table.concat(ids, ' ')
+  if record then
+    all = record .. ' ' .. all
+  end
+  redis.call('SET', key, all, 'PX', ms)
+end
+
 -- Redis server time in epoch milliseconds: every deadline and due time comes from here.
 local function now_ms()
   local t = redis.call('TIME')

@@ -23,14 +23,9 @@ sort by id, so messages sent in the same millisecond are received in send order.
 score now_ms + delay_ms. totalsent grows by the number of messages.
 ]]
 local record = redis.call('GET', KEYS[3])
-local sent = {}
-if record then
-  for id in string.gmatch(record, '%S+') do
-    sent[#sent + 1] = id
-  end
-  if #sent >= (#ARGV - 4) / 2 then
-    return { 'done', sent }
-  end
+local sent = record_ids(record)
+if record and #sent >= (#ARGV - 4) / 2 then
+  return { 'done', sent }
 end
 local q = redis.call('HMGET', KEYS[2], 'vt', 'delay', 'maxsize')
 if not q[1] or not q[2] or not q[3] then
@@ -73,9 +68,5 @@ redis.call('HINCRBY', KEYS[2], 'totalsent', #ids)
 if ARGV[3] ~= '' then
   redis.call('PUBLISH', ARGV[3], redis.call('ZCARD', KEYS[1]))
 end
-local all = table.concat(ids, ' ')
-if record then
-  all = record .. ' ' .. all
-end
-redis.call('SET', KEYS[3], all, 'PX', ARGV[4])
+extend_record(KEYS[3], record, ids, ARGV[4])
 return { 'ok', ids }

@@ -20,10 +20,7 @@ had fewer), and the record grows by them.
 local record = redis.call('GET', KEYS[2])
 local skip = 0
 if record then
-  local recorded = {}
-  for id in string.gmatch(record, '%S+') do
-    recorded[#recorded + 1] = id
-  end
+  local recorded = record_ids(record)
   skip = #recorded
   local count, j = 0, 5
   while j <= #ARGV do
@@ -48,9 +45,5 @@ end
 if ARGV[2] ~= '' then
   redis.call('XTRIM', KEYS[1], ARGV[2], ARGV[4], ARGV[3])
 end
-local all = table.concat(ids, ' ')
-if record then
-  all = record .. ' ' .. all
-end
-redis.call('SET', KEYS[2], all, 'PX', ARGV[1])
+extend_record(KEYS[2], record, ids, ARGV[1])
 return { 'ok', ids }
