@@ -17,6 +17,7 @@ pyarrow or Java is missing.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -207,7 +208,7 @@ def measure_spark(cfg: Config, admin: Admin, progress: Progress) -> dict[str, An
                 out[key] = {'reason': 'mapInArrow needs pandas (pip install "ferroq[bench]")'}
                 progress.end('skipped: no pandas')
                 continue
-            out[key] = _timed(lambda action=action, topic=topic: action(topic), n)
+            out[key] = _timed(functools.partial(action, topic), n)
             published = int(admin.r.llen(rfq_keys(topic)[0]))
             if published != n:
                 raise BenchError(f'{label} published {published} of {n} rows')

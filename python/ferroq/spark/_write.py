@@ -72,9 +72,12 @@ def check_columns(plan: Plan, schema: StructType) -> None:
     for option, column in (('valueColumn', plan.value_column), ('idColumn', plan.id_column)):
         if column is not None and column not in names:
             raise InvalidArgument(f'option {option}: the DataFrame has no column {column!r} (it has {list(names)})')
-    if plan.value_column is not None and not isinstance(names[plan.value_column], (StringType, BinaryType)):
-        kind = names[plan.value_column].simpleString()
-        raise InvalidArgument(f'option valueColumn: column {plan.value_column!r} must be string or binary, not {kind}')
+    if plan.value_column is not None:
+        allowed = (StringType,) if plan.target.kind == 'rsmq' else (StringType, BinaryType)
+        if not isinstance(names[plan.value_column], allowed):
+            kind = names[plan.value_column].simpleString()
+            must = 'string (RSMQ messages are text)' if plan.target.kind == 'rsmq' else 'string or binary'
+            raise InvalidArgument(f'option valueColumn: column {plan.value_column!r} must be {must}, not {kind}')
     if not schema.fields:
         raise InvalidArgument('the DataFrame has no columns: a message needs at least one field')
 
