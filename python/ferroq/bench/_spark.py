@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -253,4 +254,7 @@ def _map_in_arrow(df: Any, url: str, topic: str) -> None:
             publish(zip(cols['id'], cols['tile'], cols['value']))
             yield pa.record_batch({'n': [batch.num_rows]})
 
-    df.mapInArrow(per_batch, 'n long').agg({'n': 'sum'}).collect()
+    with warnings.catch_warnings():
+        # pyspark looks for pandas type hints on the function and warns when it finds Arrow ones.
+        warnings.filterwarnings('ignore', 'Cannot infer the eval type from type hints')
+        df.mapInArrow(per_batch, 'n long').agg({'n': 'sum'}).collect()
