@@ -1,5 +1,6 @@
 //! The wire protocols, in plain Rust (no Python bindings): key layout, validation, ids and batch-first operations.
 
+pub mod arrow_read;
 pub mod common;
 pub mod ids;
 pub mod keys;
