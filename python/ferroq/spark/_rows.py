@@ -104,7 +104,8 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     try:
-        return to_arrow_schema(schema)
+        # Timestamps as UTC instants: pyspark refuses to map TimestampType without a time zone.
+        return to_arrow_schema(schema, timezone='UTC')
     except (TypeError, ValueError, NotImplementedError) as exc:  # pyspark's errors for a type Arrow cannot hold
         raise InvalidArgument(f'the schema cannot be read through Arrow: {exc}') from None
 
