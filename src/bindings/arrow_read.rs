@@ -81,6 +81,11 @@ impl ArrowBatch {
     }
 }
 
+/// pyarrow is imported before anything is sent: without it the call fails at once (ModuleNotFoundError).
+pub fn need_pyarrow(py: Python<'_>) -> PyResult<()> {
+    py.import("pyarrow").map(drop)
+}
+
 /// `batch` as a `pyarrow.RecordBatch`.
 pub fn batch_py(py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
     let export = Bound::new(

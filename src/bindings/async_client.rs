@@ -500,6 +500,7 @@ impl AsyncTopic {
         ids: &Bound<'py, PyAny>,
         fields: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        crate::bindings::arrow_read::need_pyarrow(py)?;
         run_async(py, self.inner.fetch_arrow_op(ids, fields))
     }
 

@@ -859,6 +859,7 @@ impl Topic {
     }
 
     fn fetch_arrow(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::bindings::arrow_read::need_pyarrow(py)?;
         run_sync(py, self.inner.fetch_arrow_op(ids, fields).py_err(py)?)
     }
 

@@ -462,6 +462,7 @@ macro_rules! stream_methods {
                 count: &Bound<'py, PyAny>,
                 fields: &Bound<'py, PyAny>,
             ) -> PyResult<Bound<'py, PyAny>> {
+                crate::bindings::arrow_read::need_pyarrow(py)?;
                 $run(py, self.inner.range_arrow_op(start, end, count, fields))
             }
 

@@ -109,6 +109,7 @@ def test_fetch_arrow_reads_in_rounds_of_chunk_size(make_client, redis_url):
         (['ok'], 'n', 'fields must be an iterable of items, not a single str'),
         (['ok'], [b'n'], "a field name must be a str, got b'n'"),
         (['ok'], ['n', 'n'], "field name 'n' is repeated or is a column of the batch already"),
+        (['ok'], ['\ud800'], 'a field name must be a str'),
         (['ok'], ['_deliveries'], r"field name '_deliveries' is repeated .* \(_id, _deliveries\)"),
     ],
 )

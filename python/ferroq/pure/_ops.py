@@ -964,7 +964,7 @@ def check_field_names(fields: object, reserved: tuple[str, ...]) -> list[str]:
     """The field names of an Arrow read: distinct str, none of them one of the batch's own columns."""
     names: list[str] = []
     for name in _iterator(fields, 'fields'):
-        if not isinstance(name, str):
+        if not isinstance(name, str) or not _encodes(name):
             raise InvalidArgument(f'a field name must be a str, got {name!r}')
         if name in reserved or name in names:
             raise InvalidArgument(
@@ -972,6 +972,15 @@ def check_field_names(fields: object, reserved: tuple[str, ...]) -> list[str]:
             )
         names.append(name)
     return names
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate), so it has a UTF-8 form."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def record_count(record: bytes | None) -> int:
@@ -997,6 +1006,8 @@ def arrow_batch(ids: list[str], columns: dict[str, list[Any]], deliveries: list[
 
 def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object) -> Plan[Any]:
     """Topic.fetch_arrow: bodies (HGETALL) and delivery counts (HMGET) in rounds of ``chunk_size`` ids."""
+    import pyarrow  # noqa: F401  (before any I/O: without pyarrow the call fails at once)
+
     wanted = [check_id(i) for i in _iterator(ids, 'ids')]
     columns: dict[str, list[Any]] = {name: [] for name in check_field_names(fields, ('_id', '_deliveries'))}
     found: list[str] = []

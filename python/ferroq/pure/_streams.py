@@ -329,6 +329,8 @@ def range_(ctx: Settings, stream: StreamRef, start: object, end: object, count: 
 
 def range_arrow(ctx: Settings, stream: StreamRef, start: object, end: object, count: int, fields: object) -> Plan[Any]:
     """Stream.range_arrow: XRANGE as ``_id`` and one binary column per name in ``fields``."""
+    import pyarrow  # noqa: F401  (before any I/O: without pyarrow the call fails at once)
+
     first = check_position(start, 'start', ('-', '+'), exclusive=True)
     last = check_position(end, 'end', ('-', '+'), exclusive=True)
     n = check_count(count)
