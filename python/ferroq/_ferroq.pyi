@@ -9,6 +9,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import Literal, final
 
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]  # stubtest runs without the overrides
+
 from ferroq.types import (
     GroupInfo,
     InspectEntry,
@@ -265,6 +267,14 @@ class Topic:
         """
     def peek(self, id: str) -> dict[str, str] | None:
         """The fields of a message, or None if it does not exist."""
+    def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> pa.RecordBatch:
+        """The messages with these ids as one Arrow batch (needs pyarrow), in the order of ``ids``.
+
+        Columns: ``_id`` (utf8), ``_deliveries`` (int64: the delivery count, 0 if never claimed), then one
+        binary column per name in ``fields`` (null where a message lacks the field). Ids whose message is gone
+        (committed) are left out. Read in rounds of ``chunk_size`` ids (one round trip each); nothing is
+        claimed.
+        """
     def inspect(
         self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
     ) -> list[InspectEntry]:
@@ -345,6 +355,7 @@ class AsyncTopic:
     async def resume(self, owner: str, lease: float = 30.0) -> list[Message]: ...
     async def harvest(self, all: bool = False, lease: float = 30.0) -> list[str]: ...
     async def peek(self, id: str) -> dict[str, str] | None: ...
+    async def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> pa.RecordBatch: ...
     async def inspect(
         self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
     ) -> list[InspectEntry]: ...
@@ -562,6 +573,11 @@ class Stream:
     def range(self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100) -> list[StreamEntry]:
         """Up to ``count`` entries from ``start`` to ``end`` (inclusive; ``'('`` before an id excludes it), oldest
         first, outside any group (``deliveries`` 0)."""
+    def range_arrow(
+        self, start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]
+    ) -> pa.RecordBatch:
+        """What :meth:`range` returns, as one Arrow batch (needs pyarrow): ``_id`` (utf8), then one binary
+        column per name in ``fields`` (null where an entry lacks the field)."""
     def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
         """Apply a retention now (``maxlen`` or ``max_age``); returns how many entries were removed."""
     def info(self) -> StreamInfo:
@@ -669,6 +685,9 @@ class AsyncStream:
     async def range(
         self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100
     ) -> list[StreamEntry]: ...
+    async def range_arrow(
+        self, start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]
+    ) -> pa.RecordBatch: ...
     async def trim(
         self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True
     ) -> int: ...

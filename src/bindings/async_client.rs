@@ -511,6 +511,16 @@ impl AsyncTopic {
         run_async(py, self.inner.peek_op(id))
     }
 
+    fn fetch_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+        fields: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::bindings::arrow_read::need_pyarrow(py)?;
+        run_async(py, self.inner.fetch_arrow_op(ids, fields))
+    }
+
     #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]
     fn inspect<'py>(
         &self,

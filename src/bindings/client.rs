@@ -891,6 +891,11 @@ impl Topic {
         run_sync(py, self.inner.peek_op(id).py_err(py)?)
     }
 
+    fn fetch_arrow(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::bindings::arrow_read::need_pyarrow(py)?;
+        run_sync(py, self.inner.fetch_arrow_op(ids, fields).py_err(py)?)
+    }
+
     #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]
     fn inspect(&self, py: Python<'_>, queue: Arg<'_>, start: Arg<'_>, count: Arg<'_>) -> PyResult<Py<PyAny>> {
         run_sync(py, self.inner.inspect_op(&queue, &start, &count).py_err(py)?)

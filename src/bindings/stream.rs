@@ -488,6 +488,18 @@ macro_rules! stream_methods {
                 $run(py, self.inner.range_op(&start, &end, &count))
             }
 
+            fn range_arrow<'py>(
+                &self,
+                py: Python<'py>,
+                start: &Bound<'py, PyAny>,
+                end: &Bound<'py, PyAny>,
+                count: &Bound<'py, PyAny>,
+                fields: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                crate::bindings::arrow_read::need_pyarrow(py)?;
+                $run(py, self.inner.range_arrow_op(start, end, count, fields))
+            }
+
             #[pyo3(signature = (*, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, *, maxlen=None, max_age=None, approximate=True)")]
             fn trim<'py>(
                 &self,

@@ -69,9 +69,10 @@ _SCRIPT_BY_SHA = {sha: name for name, sha in _SHA.items()}
 
 
 class Call(NamedTuple):
-    """One command. Reply: its result, or the exception redis-py raised."""
+    """One command. Reply: its result, or the exception redis-py raised. ``raw``: strings as bytes."""
 
     args: tuple[str, ...]
+    raw: bool = False
 
 
 class Pipe(NamedTuple):
@@ -81,6 +82,7 @@ class Pipe(NamedTuple):
     """
 
     commands: list[tuple[str, ...]]
+    raw: bool = False
 
 
 class Block(NamedTuple):
@@ -115,6 +117,13 @@ class Listen(NamedTuple):
 
 
 Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen]
+
+
+def options(request: Call | Pipe) -> dict[str, Any]:
+    """redis-py's options for the commands of ``request``: NEVER_DECODE for a raw one."""
+    return {'NEVER_DECODE': True} if request.raw else {}
+
+
 #: Commands whose replies the plans decode in Redis's own (RESP2) shape: the clients turn redis-py's parsing of
 #: them off (it differs between redis-py versions, and a :class:`Block` reply is never parsed anyway).
 RAW_REPLIES = ('XPENDING', 'XRANGE', 'XREADGROUP')
@@ -537,10 +546,13 @@ def reply_error(ctx: Settings, what: str, reply: object) -> ProtocolError:
 # --- sending, with the retry policy --------------------------------------------------------------
 
 
-def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = False) -> Plan[list[Any]]:
+def send(
+    ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = False, raw: bool = False
+) -> Plan[list[Any]]:
     """Run commands in one round trip (one Call, or a Pipe); returns their results in order.
 
     ``retry_drop``: the commands are safe to repeat, so run them again once after a dropped connection.
+    ``raw``: replies keep their strings as bytes (values that may not be UTF-8).
     """
     commands = list(commands)  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
@@ -550,7 +562,7 @@ def send(ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = F
     loads = 0
     while pending:
         batch = [commands[i] for i in pending]
-        reply = yield Call(batch[0]) if len(batch) == 1 else Pipe(batch)
+        reply = yield Call(batch[0], raw) if len(batch) == 1 else Pipe(batch, raw)
         if isinstance(reply, BaseException) and not isinstance(reply, rex.ResponseError):
             if isinstance(reply, rex.BusyLoadingError):
                 loading_deadline = yield from _wait_loading(ctx, loading_deadline)
@@ -816,7 +828,7 @@ def resume(ctx: Settings, topic: TopicKeys, owner: str, lease: float) -> Plan[li
     return _claimed(ctx, 'rfq/resume-3', [topic], reply)
 
 
-def _pairs(flat: list[str]) -> dict[str, str]:
+def _pairs(flat: list[T]) -> dict[T, T]:
     it = iter(flat)
     return dict(zip(it, it))
 
@@ -948,6 +960,78 @@ def peek(ctx: Settings, topic: TopicKeys, msg_id: str) -> Plan[dict[str, str] | 
     if not isinstance(reply, dict):
         raise reply_error(ctx, 'HGETALL', reply)
     return reply or None
+
+
+def check_field_names(fields: object, reserved: tuple[str, ...]) -> list[str]:
+    """The field names of an Arrow read: distinct str, none of them one of the batch's own columns."""
+    names: list[str] = []
+    for name in _iterator(fields, 'fields'):
+        if not isinstance(name, str) or not _encodes(name):
+            raise InvalidArgument(f'a field name must be a str, got {name!r}')
+        if name in reserved or name in names:
+            raise InvalidArgument(
+                f'field name {name!r} is repeated or is a column of the batch already ({", ".join(reserved)})'
+            )
+        names.append(name)
+    return names
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate), so it has a UTF-8 form."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def record_count(record: bytes | None) -> int:
+    """The delivery count at the head of a message's record (``<count>[ ...]``), 0 if it has none."""
+    if not record:
+        return 0
+    head = record.split(b'\n', 1)[0].split(b' ', 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def arrow_batch(ids: list[str], columns: dict[str, list[Any]], deliveries: list[int] | None = None) -> Any:
+    """``_id`` (utf8), ``_deliveries`` (int64) if given, then the binary ``columns``: a pyarrow RecordBatch."""
+    import pyarrow as pa
+
+    arrays = [pa.array(ids, pa.utf8())]
+    names = ['_id']
+    if deliveries is not None:
+        arrays.append(pa.array(deliveries, pa.int64()))
+        names.append('_deliveries')
+    arrays += [pa.array(values, pa.binary()) for values in columns.values()]
+    return pa.RecordBatch.from_arrays(arrays, names=names + list(columns))
+
+
+def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object) -> Plan[Any]:
+    """Topic.fetch_arrow: bodies (HGETALL) and delivery counts (HMGET) in rounds of ``chunk_size`` ids."""
+    import pyarrow  # noqa: F401  (before any I/O: without pyarrow the call fails at once)
+
+    wanted = [check_id(i) for i in _iterator(ids, 'ids')]
+    columns: dict[str, list[Any]] = {name: [] for name in check_field_names(fields, ('_id', '_deliveries'))}
+    found: list[str] = []
+    counts: list[int] = []
+    for lo in range(0, len(wanted), ctx.chunk_size):
+        chunk = wanted[lo : lo + ctx.chunk_size]
+        commands = [('HGETALL', topic.prefix + i) for i in chunk] + [('HMGET', topic.deliveries, *chunk)]
+        *bodies, records = yield from send(ctx, commands, retry_drop=True, raw=True)
+        if not isinstance(records, list) or len(records) != len(chunk):
+            raise reply_error(ctx, 'HMGET', records)
+        for msg_id, body, record in zip(chunk, bodies, records):
+            if isinstance(body, list):
+                body = _pairs(body)
+            if not isinstance(body, dict):
+                raise reply_error(ctx, 'HGETALL', body)
+            if not body:
+                continue  # committed (or never published): left out
+            found.append(msg_id)
+            counts.append(record_count(record))
+            for name, values in columns.items():
+                values.append(body.get(name.encode()))
+    return arrow_batch(found, columns, counts)
 
 
 def _ms(value: object) -> datetime | None:

@@ -30,11 +30,13 @@ from ferroq.pure._ops import (
     _iterable,
     _pairs,
     _seconds,
+    arrow_batch,
     check_batch,
     check_block,
     check_count,
     check_dead_topic,
     check_error,
+    check_field_names,
     check_fields,
     check_flag,
     check_topic,
@@ -330,6 +332,29 @@ def range_(ctx: Settings, stream: StreamRef, start: object, end: object, count: 
     command = ('XRANGE', stream.key, first, last, 'COUNT', str(check_count(count)))
     reply = (yield from send(ctx, [command], retry_drop=True))[0]
     return _entries(ctx, 'XRANGE', stream, reply, 0)
+
+
+def range_arrow(ctx: Settings, stream: StreamRef, start: object, end: object, count: int, fields: object) -> Plan[Any]:
+    """Stream.range_arrow: XRANGE as ``_id`` and one binary column per name in ``fields``."""
+    import pyarrow  # noqa: F401  (before any I/O: without pyarrow the call fails at once)
+
+    first = check_position(start, 'start', ('-', '+'), exclusive=True)
+    last = check_position(end, 'end', ('-', '+'), exclusive=True)
+    n = check_count(count)
+    columns: dict[str, list[Any]] = {name: [] for name in check_field_names(fields, ('_id',))}
+    reply = (yield from send(ctx, [('XRANGE', stream.key, first, last, 'COUNT', str(n))], retry_drop=True, raw=True))[0]
+    ids: list[str] = []
+    try:
+        for entry_id, flat in reply:
+            if flat is None:
+                continue
+            body = _pairs(flat)
+            ids.append(entry_id.decode())
+            for name, values in columns.items():
+                values.append(body.get(name.encode()))
+    except (TypeError, ValueError, AttributeError):
+        raise reply_error(ctx, 'XRANGE', reply) from None
+    return arrow_batch(ids, columns)
 
 
 def trim(ctx: Settings, stream: StreamRef, maxlen: int | None, max_age: float | None, approximate: bool) -> Plan[int]:

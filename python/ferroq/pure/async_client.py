@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, final
 
 import redis
 import redis.asyncio as aredis
@@ -32,6 +32,9 @@ from ferroq.types import (
     StreamInfo,
     TopicStats,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ['AsyncClient', 'AsyncConsumerGroup', 'AsyncRsmqQueue', 'AsyncStream', 'AsyncTopic']
 
@@ -147,11 +150,11 @@ class AsyncClient:
                     pass  # drain: one wake-up is enough
                 return heard
             if isinstance(request, _ops.Call):
-                return await self._redis.execute_command(*request.args)
+                return await self._redis.execute_command(*request.args, **_ops.options(request))
             if isinstance(request, _ops.Pipe):
                 pipe = self._redis.pipeline(transaction=False)
                 for args in request.commands:
-                    pipe.execute_command(*args)
+                    pipe.execute_command(*args, **_ops.options(request))
                 return await pipe.execute(raise_on_error=False)
             if isinstance(request, _ops.Block):
                 return await self._blocking(request.args, request.timeout)
@@ -309,6 +312,9 @@ class AsyncTopic:
 
     async def peek(self, id: str) -> dict[str, str] | None:
         return await self._client._run(_ops.peek(self._ctx, self._keys, id))
+
+    async def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> pa.RecordBatch:
+        return await self._client._run(_ops.fetch_arrow(self._ctx, self._keys, ids, fields))
 
     async def inspect(
         self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
@@ -510,6 +516,11 @@ class AsyncStream:
         self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100
     ) -> list[StreamEntry]:
         return await self._client._run(_streams.range_(self._ctx, self._ref, start, end, count))
+
+    async def range_arrow(
+        self, start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]
+    ) -> pa.RecordBatch:
+        return await self._client._run(_streams.range_arrow(self._ctx, self._ref, start, end, count, fields))
 
     async def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
         return await self._client._run(_streams.trim(self._ctx, self._ref, maxlen, max_age, approximate))

@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, TypeVar, cast, final
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, final
 
 import redis
 from redis.backoff import NoBackoff
@@ -40,6 +40,9 @@ from ferroq.types import (
     StreamInfo,
     TopicStats,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ['Client', 'ConsumerGroup', 'RsmqQueue', 'Stream', 'Topic']
 
@@ -154,11 +157,11 @@ class Client:
                     pass  # drain: one wake-up is enough
                 return heard
             if isinstance(request, _ops.Call):
-                return self._redis.execute_command(*request.args)
+                return self._redis.execute_command(*request.args, **_ops.options(request))
             if isinstance(request, _ops.Pipe):
                 pipe = self._redis.pipeline(transaction=False)
                 for args in request.commands:
-                    pipe.execute_command(*args)
+                    pipe.execute_command(*args, **_ops.options(request))
                 return pipe.execute(raise_on_error=False)
             if isinstance(request, _ops.Block):
                 return self._blocking(request.args, request.timeout)
@@ -337,6 +340,10 @@ class Topic:
     def peek(self, id: str) -> dict[str, str] | None:
         """The fields of a message, or None if it does not exist."""
         return self._client._run(_ops.peek(self._ctx, self._keys, id))
+
+    def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> pa.RecordBatch:
+        """The messages with these ids as one Arrow batch: ``_id``, ``_deliveries``, one binary column per field."""
+        return self._client._run(_ops.fetch_arrow(self._ctx, self._keys, ids, fields))
 
     def inspect(
         self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
@@ -553,6 +560,12 @@ class Stream:
         Reads outside any group: nothing is delivered, so ``deliveries`` is 0.
         """
         return self._client._run(_streams.range_(self._ctx, self._ref, start, end, count))
+
+    def range_arrow(
+        self, start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]
+    ) -> pa.RecordBatch:
+        """What :meth:`range` returns, as one Arrow batch: ``_id``, then one binary column per field."""
+        return self._client._run(_streams.range_arrow(self._ctx, self._ref, start, end, count, fields))
 
     def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> int:
         """Remove old entries now, by count or age; returns how many were removed."""

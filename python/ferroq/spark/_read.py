@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -25,21 +25,33 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ferroq.protocol import keys
+from ferroq.pure._ops import record_count
 from ferroq.spark import _conn
-from ferroq.spark._options import Plan
-from ferroq.spark._rows import BATCH_ROWS, Row, decode_body, to_batch
+from ferroq.spark._options import Connection, Plan
+from ferroq.spark._rows import BATCH_ROWS, Row, decode_body, field_names, to_batch, typed_batch
 from ferroq.types import published_at, rsmq_sent, stream_id_time
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-__all__ = ['StreamRange', 'read_stream_range', 'reader', 'sample', 'stream_ranges', 'stream_span']
+__all__ = [
+    'StreamRange',
+    'reader',
+    'sample',
+    'stream_range_batches',
+    'stream_ranges',
+    'stream_span',
+    'topic_batch',
+    'topic_batches',
+]
 
 #: How long a batch read's snapshot is kept: its tasks must all start within it.
 SNAPSHOT_TTL_MS = 3_600_000
 #: Ids or entries fetched per round trip by a reading task.
 PAGE = 1000
+#: 1582-10-15 (the uuid1 epoch) in microseconds since 1970-01-01.
+UUID_EPOCH_OFFSET_US = 12_219_292_800_000_000
 #: The largest sequence number of a stream id.
 MAX_SEQ = 2**64 - 1
 
@@ -89,14 +101,13 @@ class _Reader(DataSourceReader):
         plan, target = self.plan, self.plan.target
         raw = _conn.raw(plan.connection)
         if isinstance(partition, StreamRange):
-            rows: Iterator[Row] = read_stream_range(raw, target.name, partition)
+            yield from stream_range_batches(plan.connection, target.name, partition, self.schema)
         elif not isinstance(partition, Span):
             raise TypeError(f'not a partition of this reader: {partition!r}')
         elif target.kind == 'topic':
-            rows = _topic_rows(raw, target.name, partition)
+            yield from topic_batches(plan.connection, target.name, _snapshot_ids(raw, partition), self.schema)
         else:
-            rows = _rsmq_rows(raw, target.ns, target.name, partition)
-        yield from batches(rows, self.schema, target.name)
+            yield from batches(_rsmq_rows(raw, target.ns, target.name, partition), self.schema, target.name)
 
 
 def batches(rows: Iterator[Row], schema: StructType, source: str) -> Iterator[pa.RecordBatch]:
@@ -128,12 +139,58 @@ def sample(plan: Plan, n: int = 100) -> list[Row]:
 # --- topics ------------------------------------------------------------------------------------------
 
 
-def _topic_rows(raw: _conn.Raw, topic: str, span: Span) -> Iterator[Row]:
+def _snapshot_ids(raw: _conn.Raw, span: Span) -> Iterator[list[str]]:
+    """The ids of a snapshot's positions [lo, hi) in consumption order, in pages of BATCH_ROWS."""
     # Position p in consumption order is index -(p + 1) of the LIST: the oldest id is at its tail.
-    for lo in range(span.lo, span.hi, PAGE):
-        hi = min(lo + PAGE, span.hi)
+    for lo in range(span.lo, span.hi, BATCH_ROWS):
+        hi = min(lo + BATCH_ROWS, span.hi)
         ids: list[bytes] = raw.call('lrange', span.snapshot, -hi, -lo - 1)
-        yield from _topic_bodies(raw, topic, list(reversed(ids)))
+        yield [i.decode() for i in reversed(ids)]
+
+
+def topic_batches(
+    conn: Connection, topic: str, pages: Iterable[list[str]], schema: StructType
+) -> Iterator[pa.RecordBatch]:
+    """The messages of each page of ids that still exist, a batch of ``schema`` per page (none if empty)."""
+    handle = _conn.native(conn).topic(topic)
+    for ids in pages:
+        batch = topic_batch(handle, ids, schema, topic)
+        if batch.num_rows:
+            yield batch
+
+
+def topic_batch(handle: Any, ids: list[str], schema: StructType, topic: str) -> pa.RecordBatch:
+    """The messages of ``ids`` that still exist (``Topic.fetch_arrow``) as a batch of ``schema``."""
+    return typed_batch(handle.fetch_arrow(ids, field_names(schema)), schema, topic, _rfq_published)
+
+
+def _rfq_published(ids: pa.Array) -> pa.Array:
+    """The publish times of rfq ids, what :func:`ferroq.types.published_at` gives each: the time of a uuid1
+    in hex, null for another kind of id. Vectorised for ids of 32 hex digits; others go one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    hexed = pc.utf8_lower(ids)
+    if not pc.all(pc.match_substring_regex(hexed, '^[0-9a-f]{32}$')).as_py():
+        return pa.array([published_at(i) for i in ids.to_pylist()], pa.timestamp('us', tz='UTC'))
+    digits = pa.array(list('0123456789abcdef'))
+
+    def number(*spans: tuple[int, int]) -> pa.Array:
+        value: Any = pa.scalar(0, pa.int64())
+        for lo, hi in spans:
+            for k in range(lo, hi):
+                digit = pc.index_in(pc.utf8_slice_codeunits(hexed, k, k + 1), value_set=digits).cast(pa.int64())
+                value = pc.add(pc.multiply(value, 16), digit)
+        return value
+
+    # uuid1: time_low (digits 0-7), time_mid (8-11), version (12), time_hi (13-15), variant (16).
+    ticks = number((13, 16), (8, 12), (0, 8))  # 100 ns since 1582-10-15
+    micros = pc.subtract(pc.divide(ticks, 10), UUID_EPOCH_OFFSET_US)
+    rfc4122_v1 = pc.and_(
+        pc.equal(pc.utf8_slice_codeunits(hexed, 12, 13), '1'),
+        pc.is_in(pc.utf8_slice_codeunits(hexed, 16, 17), value_set=pa.array(list('89ab'))),
+    )
+    return pc.if_else(rfc4122_v1, micros.cast(pa.timestamp('us', tz='UTC')), None)
 
 
 def _topic_bodies(raw: _conn.Raw, topic: str, ids: list[bytes]) -> Iterator[Row]:
@@ -153,15 +210,7 @@ def _topic_bodies(raw: _conn.Raw, topic: str, ids: list[bytes]) -> Iterator[Row]
         if body:
             mid = i.decode()
             fields = {k.decode(): v for k, v in body.items()}
-            yield Row(mid, fields, published_at(mid), _count(record))
-
-
-def _count(record: bytes | None) -> int:
-    """The delivery count at the head of a message's record (``<count>[ ...]``), 0 if it has none."""
-    if not record:
-        return 0
-    head = record.split(b'\n', 1)[0].split(b' ', 1)[0]
-    return int(head) if head.isdigit() else 0
+            yield Row(mid, fields, published_at(mid), record_count(record))
 
 
 # --- RSMQ queues ---------------------------------------------------------------------------------------
@@ -248,8 +297,29 @@ def stream_ranges(lo: str, hi: str, parts: int, lo_exclusive: bool = False) -> l
     return [StreamRange(a, b) for a, b in zip(starts, stops)]
 
 
-def read_stream_range(raw: _conn.Raw, stream: str, part: StreamRange) -> Iterator[Row]:
-    return _entries(raw, keys.stream_key(stream), part.lo, part.hi, None)
+def stream_range_batches(
+    conn: Connection, stream: str, part: StreamRange, schema: StructType
+) -> Iterator[pa.RecordBatch]:
+    """The entries of ``part`` as batches of ``schema``, BATCH_ROWS per XRANGE (``Stream.range_arrow``)."""
+    handle = _conn.native(conn).stream(stream)
+    names = field_names(schema)
+    lo = part.lo
+    while True:
+        fetched = handle.range_arrow(lo, part.hi, BATCH_ROWS, names)
+        if fetched.num_rows:
+            yield typed_batch(fetched, schema, stream, _stream_published)
+        if fetched.num_rows < BATCH_ROWS:
+            return
+        lo = '(' + fetched.column('_id')[-1].as_py()
+
+
+def _stream_published(ids: pa.Array) -> pa.Array:
+    """The times of stream ids (``<ms>-<seq>``), vectorised."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ms = pc.list_element(pc.split_pattern(ids, '-', max_splits=1), 0)
+    return ms.cast(pa.int64()).cast(pa.timestamp('ms', tz='UTC'))
 
 
 def _entries(raw: _conn.Raw, key: str, lo: str, hi: str, limit: int | None) -> Iterator[Row]:

@@ -9,7 +9,7 @@ same name; a field nobody declared is left out; a missing field is null.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,17 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-__all__ = ['BATCH_ROWS', 'METADATA', 'Row', 'check_schema', 'decode_body', 'default_schema', 'to_batch']
+__all__ = [
+    'BATCH_ROWS',
+    'METADATA',
+    'Row',
+    'check_schema',
+    'decode_body',
+    'default_schema',
+    'field_names',
+    'to_batch',
+    'typed_batch',
+]
 
 #: Rows per Arrow batch a reader yields.
 BATCH_ROWS = 10_000
@@ -94,63 +104,115 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     try:
-        # Spark reads an Arrow timestamp with a zone as an instant: UTC, as the writers send them.
+        # Timestamps as UTC instants: pyspark refuses to map TimestampType without a time zone.
         return to_arrow_schema(schema, timezone='UTC')
     except (TypeError, ValueError, NotImplementedError) as exc:  # pyspark's errors for a type Arrow cannot hold
         raise InvalidArgument(f'the schema cannot be read through Arrow: {exc}') from None
+
+
+def field_names(schema: StructType) -> list[str]:
+    """The message fields a read of ``schema`` needs: its columns that are not metadata, in order."""
+    return list(dict.fromkeys(f.name for f in schema.fields if f.name not in METADATA))
 
 
 def to_batch(rows: Sequence[Row], schema: StructType, source: str) -> pa.RecordBatch:
     """One Arrow batch of ``rows`` in the layout of ``schema``; ``source`` fills ``_topic``."""
     import pyarrow as pa
 
+    names = field_names(schema)
+    fetched = pa.RecordBatch.from_arrays(
+        [pa.array([r.id for r in rows], pa.utf8()), pa.array([r.deliveries for r in rows], pa.int64())]
+        + [pa.array([r.fields.get(n) for r in rows], pa.binary()) for n in names],
+        names=['_id', '_deliveries', *names],
+    )
+    return typed_batch(
+        fetched, schema, source, lambda _ids: pa.array([r.published for r in rows], pa.timestamp('us', tz='UTC'))
+    )
+
+
+def typed_batch(
+    fetched: pa.RecordBatch, schema: StructType, source: str, published: Callable[[pa.Array], pa.Array]
+) -> pa.RecordBatch:
+    """The batch of ``schema`` from what a read fetched: ``_id``, ``_deliveries`` (0 when absent) and binary
+    field columns (what ``fetch_arrow`` / ``range_arrow`` return). ``published`` makes ``_published`` from
+    the ids; ``source`` fills ``_topic``."""
+    import pyarrow as pa
+
     arrow = _arrow_schema(schema)
+    ids = fetched.column('_id')
     arrays = []
     for f in arrow:
         if f.name == '_id':
-            arrays.append(pa.array([r.id for r in rows], f.type))
+            arrays.append(ids.cast(f.type))
         elif f.name == '_published':
-            arrays.append(pa.array([r.published for r in rows], f.type))
+            arrays.append(published(ids).cast(f.type))
         elif f.name == '_deliveries':
-            arrays.append(pa.array([r.deliveries for r in rows], f.type))
+            has = fetched.schema.get_field_index('_deliveries') >= 0
+            arrays.append(
+                fetched.column('_deliveries').cast(f.type) if has else pa.repeat(pa.scalar(0, f.type), len(ids))
+            )
         elif f.name == '_topic':
-            arrays.append(pa.array([source] * len(rows), f.type))
+            arrays.append(pa.repeat(pa.scalar(source, f.type), len(ids)))
         else:
-            arrays.append(_column([r.fields.get(f.name) for r in rows], f.type, f.name, rows))
+            arrays.append(_column(fetched.column(f.name), f.type, f.name, ids))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow)
 
 
-def _column(values: list[bytes | None], dtype: pa.DataType, name: str, rows: Sequence[Row]) -> pa.Array:
-    """The field ``name`` of every row as a ``dtype`` column: binary as stored, text decoded, the rest cast
-    from their string forms (nested types from JSON)."""
+def _column(values: pa.Array, dtype: pa.DataType, name: str, ids: pa.Array) -> pa.Array:
+    """The field ``name`` (a binary column, null where missing) as a ``dtype`` column: binary as stored, text
+    decoded, the rest cast from their string forms (nested types from JSON)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     t = pa.types
     if t.is_binary(dtype) or t.is_large_binary(dtype):
-        return pa.array(values, dtype)
-    texts = [_text(v, name, rows, i) for i, v in enumerate(values)]
+        return values.cast(dtype)
+    texts = _texts(values, name, ids)
     if t.is_string(dtype) or t.is_large_string(dtype):
-        return pa.array(texts, dtype)
+        return texts.cast(dtype)
     if t.is_list(dtype) or t.is_large_list(dtype) or t.is_struct(dtype) or t.is_map(dtype):
         objs = []
-        for i, text in enumerate(texts):
+        for i, text in enumerate(texts.to_pylist()):
             try:
                 objs.append(None if text is None else json.loads(text))
             except ValueError:
-                raise _bad(name, rows[i], dtype, 'not JSON') from None
+                raise _bad(name, ids[i].as_py(), dtype, 'not JSON') from None
         try:
             return pa.array(objs, dtype)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
             raise InvalidMessage(f'field {name!r} does not fit the declared type {dtype}: {exc}') from None
     if t.is_boolean(dtype):
-        texts = [None if s is None else s.lower() for s in texts]
+        texts = pc.utf8_lower(texts)
     try:
-        return pa.array(texts, pa.string()).cast(dtype)
+        return texts.cast(dtype)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        for row, text in zip(rows, texts):
+        for i, text in enumerate(texts.to_pylist()):
             if text is not None and not _casts(text, dtype):
-                raise _bad(name, row, dtype, repr(text[:80])) from None
+                raise _bad(name, ids[i].as_py(), dtype, repr(text[:80])) from None
         raise InvalidMessage(f'field {name!r} cannot be read as {dtype}: {exc}') from None
+
+
+def _texts(values: pa.Array, name: str, ids: pa.Array) -> pa.Array:
+    """A binary column as utf8; InvalidMessage naming the first message whose field is not UTF-8."""
+    import pyarrow as pa
+
+    try:
+        return values.cast(pa.utf8())
+    except pa.ArrowInvalid:
+        for i, value in enumerate(values.to_pylist()):
+            if value is not None and not _is_utf8(value):
+                raise InvalidMessage(
+                    f'field {name!r} of message {ids[i].as_py()} is not UTF-8 text: declare the column as binary'
+                ) from None
+        raise
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _casts(text: str, dtype: Any) -> bool:
@@ -163,16 +225,5 @@ def _casts(text: str, dtype: Any) -> bool:
     return True
 
 
-def _text(value: bytes | None, name: str, rows: Sequence[Row], i: int) -> str | None:
-    if value is None:
-        return None
-    try:
-        return value.decode()
-    except UnicodeDecodeError:
-        raise InvalidMessage(
-            f'field {name!r} of message {rows[i].id} is not UTF-8 text: declare the column as binary'
-        ) from None
-
-
-def _bad(name: str, row: Row, dtype: Any, what: str) -> InvalidMessage:
-    return InvalidMessage(f'field {name!r} of message {row.id} cannot be read as {dtype}: {what}')
+def _bad(name: str, msg_id: str, dtype: Any, what: str) -> InvalidMessage:
+    return InvalidMessage(f'field {name!r} of message {msg_id} cannot be read as {dtype}: {what}')

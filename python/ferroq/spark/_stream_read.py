@@ -24,7 +24,7 @@ from ferroq.exceptions import DataLoss, FerroqError
 from ferroq.protocol import keys
 from ferroq.spark import _conn, _lock
 from ferroq.spark._options import Plan
-from ferroq.spark._read import StreamRange, _id_key, batches, position_id, read_stream_range, stream_ranges
+from ferroq.spark._read import StreamRange, _id_key, position_id, stream_range_batches, stream_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -207,5 +207,4 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StreamRange)
-        raw = _conn.raw(self.plan.connection)
-        yield from batches(read_stream_range(raw, self.plan.target.name, partition), self.schema, self.plan.target.name)
+        yield from stream_range_batches(self.plan.connection, self.plan.target.name, partition, self.schema)

@@ -29,7 +29,8 @@ from ferroq.protocol import keys
 from ferroq.spark import _conn, _lock
 from ferroq.spark._admin import ledger_messages
 from ferroq.spark._options import Plan
-from ferroq.spark._read import PAGE, Span, _topic_bodies, batches
+from ferroq.spark._read import Span, topic_batches
+from ferroq.spark._rows import BATCH_ROWS
 from ferroq.types import Message
 
 if TYPE_CHECKING:
@@ -181,11 +182,11 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, Span)
         raw = _conn.raw(self.plan.connection)
-        name = self.plan.target.name
-        yield from batches(_ledger_rows(raw, name, partition), self.schema, name)
+        yield from topic_batches(self.plan.connection, self.plan.target.name, _ledger_ids(raw, partition), self.schema)
 
 
-def _ledger_rows(raw: _conn.Raw, topic: str, span: Span) -> Iterator[Any]:
-    for lo in range(span.lo, span.hi, PAGE):
-        entries: list[bytes] = raw.call('lrange', span.snapshot, lo, min(lo + PAGE, span.hi) - 1)
-        yield from _topic_bodies(raw, topic, [e.split(b' ', 1)[0] for e in entries])
+def _ledger_ids(raw: _conn.Raw, span: Span) -> Iterator[list[str]]:
+    """The message ids of a ledger's entries [lo, hi), in pages of BATCH_ROWS."""
+    for lo in range(span.lo, span.hi, BATCH_ROWS):
+        entries: list[bytes] = raw.call('lrange', span.snapshot, lo, min(lo + BATCH_ROWS, span.hi) - 1)
+        yield [e.split(b' ', 1)[0].decode() for e in entries]

@@ -1,0 +1,236 @@
+//! Reads as Arrow record batches, for readers that want columns rather than one object per message (the
+//! Spark data source): `Topic.fetch_arrow` (message bodies and delivery counts of given ids) and
+//! `Stream.range_arrow` (XRANGE). Replies are decoded straight into Arrow builders, with no Python object per
+//! message; values stay binary (the caller casts).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use redis::{Cmd, Pipeline, Value};
+
+use crate::errors::{Error, Result};
+use crate::pool::Pool;
+use crate::protocol::common::{array, unexpected};
+use crate::protocol::keys::{StreamKeys, TopicKeys};
+
+/// The id column of both batches.
+pub const ID_COLUMN: &str = "_id";
+/// The delivery-count column of `fetch_arrow`.
+pub const DELIVERIES_COLUMN: &str = "_deliveries";
+
+/// The bytes of a string reply (nil: None).
+fn bytes(v: Value) -> Result<Option<Vec<u8>>> {
+    match v {
+        Value::BulkString(b) => Ok(Some(b)),
+        Value::SimpleString(s) => Ok(Some(s.into_bytes())),
+        Value::VerbatimString { text, .. } => Ok(Some(text.into_bytes())),
+        Value::Int(i) => Ok(Some(i.to_string().into_bytes())),
+        Value::Nil => Ok(None),
+        other => Err(unexpected("a string", &other)),
+    }
+}
+
+/// The delivery count at the head of a record (`<count>[ ...]` or `<count>\n...`), 0 without a record or
+/// when the head is not a number: the reading of `ferroq.spark` and `inspect`.
+pub fn record_count(record: Option<&[u8]>) -> i64 {
+    let Some(record) = record else { return 0 };
+    let line = record.split(|&b| b == b'\n').next().unwrap_or_default();
+    let head = line.split(|&b| b == b' ').next().unwrap_or_default();
+    if head.is_empty() || !head.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    std::str::from_utf8(head).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// One binary column per requested field, filled row by row.
+struct FieldColumns<'a> {
+    names: &'a [String],
+    builders: Vec<BinaryBuilder>,
+    row: Vec<Option<Vec<u8>>>,
+}
+
+impl<'a> FieldColumns<'a> {
+    fn new(names: &'a [String], rows: usize) -> Self {
+        Self {
+            names,
+            builders: names
+                .iter()
+                .map(|_| BinaryBuilder::with_capacity(rows, rows * 8))
+                .collect(),
+            row: vec![None; names.len()],
+        }
+    }
+
+    /// Appends one row from a flat `[f1, v1, ...]` list or a RESP3 map (fields not asked for are skipped).
+    fn push(&mut self, pairs: Value) -> Result<()> {
+        let mut put = |k: Value, v: Value| -> Result<()> {
+            let Some(k) = bytes(k)? else { return Ok(()) };
+            if let Some(i) = self.names.iter().position(|n| n.as_bytes() == k.as_slice()) {
+                self.row[i] = bytes(v)?;
+            }
+            Ok(())
+        };
+        match pairs {
+            Value::Map(items) => {
+                for (k, v) in items {
+                    put(k, v)?;
+                }
+            }
+            v => {
+                let mut it = array(v)?.into_iter();
+                while let Some(k) = it.next() {
+                    let v = it
+                        .next()
+                        .ok_or_else(|| Error::protocol("a reply of name/value pairs has an odd number of elements"))?;
+                    put(k, v)?;
+                }
+            }
+        }
+        for (b, slot) in self.builders.iter_mut().zip(self.row.iter_mut()) {
+            b.append_option(slot.take());
+        }
+        Ok(())
+    }
+
+    fn finish(self, fields: &mut Vec<Field>, arrays: &mut Vec<ArrayRef>) {
+        for (name, mut b) in self.names.iter().zip(self.builders) {
+            fields.push(Field::new(name, DataType::Binary, true));
+            arrays.push(Arc::new(b.finish()));
+        }
+    }
+}
+
+fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>) -> Result<RecordBatch> {
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| Error::protocol(format!("cannot build a record batch: {e}")))
+}
+
+/// Sends `pipe` on a shared connection (repeated once after a drop: it only reads); the replies in order,
+/// the first error reply as the error.
+async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
+    let replies = pool
+        .run(true, |mut conn| async move {
+            conn.send_packed_commands(pipe, 0, pipe.len())
+                .await
+                .map_err(|e| pool.map_err(e))
+        })
+        .await?;
+    if replies.len() != pipe.len() {
+        return Err(Error::protocol(format!(
+            "Redis sent {} replies for {} commands",
+            replies.len(),
+            pipe.len()
+        )));
+    }
+    if let Some(Value::ServerError(e)) = replies.iter().find(|v| matches!(v, Value::ServerError(_))) {
+        return Err(Error::server(e.code(), e.details().unwrap_or("")));
+    }
+    Ok(replies)
+}
+
+/// `Topic.fetch_arrow`: `_id`, `_deliveries`, then one binary column per name in `fields`, for the ids
+/// whose message still exists, in the order given. Rounds of `chunk` ids: one pipeline of HGETALLs and one
+/// HMGET of the delivery records each.
+pub async fn fetch(
+    pool: &Pool,
+    topic: &TopicKeys,
+    ids: &[String],
+    fields: &[String],
+    chunk: usize,
+) -> Result<RecordBatch> {
+    let mut id_col = StringBuilder::with_capacity(ids.len(), ids.len() * 32);
+    let mut deliveries = Int64Builder::with_capacity(ids.len());
+    let mut cols = FieldColumns::new(fields, ids.len());
+    for round in ids.chunks(chunk.max(1)) {
+        let mut pipe = Pipeline::with_capacity(round.len() + 1);
+        for id in round {
+            let mut c = Cmd::new();
+            c.arg("HGETALL").arg(topic.message(id));
+            pipe.add_command(c);
+        }
+        let mut c = Cmd::new();
+        c.arg("HMGET").arg(&topic.deliveries).arg(round);
+        pipe.add_command(c);
+        let mut replies = read_pipe(pool, &pipe).await?;
+        let records = array(replies.pop().unwrap_or(Value::Nil))?;
+        if records.len() != round.len() {
+            return Err(Error::protocol("HMGET of the delivery records: wrong number of values"));
+        }
+        for ((id, body), record) in round.iter().zip(replies).zip(records) {
+            let empty = match &body {
+                Value::Map(m) => m.is_empty(),
+                Value::Array(a) => a.is_empty(),
+                Value::Nil => true,
+                _ => false,
+            };
+            if empty {
+                continue; // committed (or never published): left out
+            }
+            cols.push(body)?;
+            id_col.append_value(id);
+            deliveries.append_value(record_count(bytes(record)?.as_deref()));
+        }
+    }
+    let mut schema = vec![
+        Field::new(ID_COLUMN, DataType::Utf8, true),
+        Field::new(DELIVERIES_COLUMN, DataType::Int64, true),
+    ];
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(id_col.finish()), Arc::new(deliveries.finish())];
+    cols.finish(&mut schema, &mut arrays);
+    batch(schema, arrays)
+}
+
+/// `Stream.range_arrow`: XRANGE key start end COUNT count as `_id` and one binary column per name in
+/// `fields`.
+pub async fn range(
+    pool: &Pool,
+    s: &StreamKeys,
+    start: &str,
+    end: &str,
+    count: usize,
+    fields: &[String],
+) -> Result<RecordBatch> {
+    let mut c = Cmd::new();
+    c.arg("XRANGE").arg(&s.key).arg(start).arg(end).arg("COUNT").arg(count);
+    let mut pipe = Pipeline::with_capacity(1);
+    pipe.add_command(c);
+    let reply = read_pipe(pool, &pipe).await?.pop().unwrap_or(Value::Nil);
+    let entries = array(reply)?;
+    let mut id_col = StringBuilder::with_capacity(entries.len(), entries.len() * 16);
+    let mut cols = FieldColumns::new(fields, entries.len());
+    for entry in entries {
+        let mut parts = array(entry)?.into_iter();
+        let (Some(id), Some(body)) = (parts.next(), parts.next()) else {
+            return Err(Error::protocol("XRANGE: an entry is not [id, fields]"));
+        };
+        if matches!(body, Value::Nil) {
+            continue; // deleted since: left out, as by `range`
+        }
+        let id = bytes(id)?.ok_or_else(|| Error::protocol("XRANGE: an entry without an id"))?;
+        let id = String::from_utf8(id).map_err(|_| Error::protocol("XRANGE: an entry id is not text"))?;
+        id_col.append_value(&id);
+        cols.push(body)?;
+    }
+    let mut schema = vec![Field::new(ID_COLUMN, DataType::Utf8, true)];
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(id_col.finish())];
+    cols.finish(&mut schema, &mut arrays);
+    batch(schema, arrays)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_count;
+
+    #[test]
+    fn counts_at_the_head_of_a_record() {
+        assert_eq!(record_count(None), 0);
+        assert_eq!(record_count(Some(b"")), 0);
+        assert_eq!(record_count(Some(b"3")), 3);
+        assert_eq!(record_count(Some(b"12 1700000000000 worker")), 12);
+        assert_eq!(record_count(Some(b"4\nerror text")), 4);
+        assert_eq!(record_count(Some(b"x 1")), 0);
+        assert_eq!(record_count(Some(b"-1")), 0);
+    }
+}
