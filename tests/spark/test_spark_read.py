@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import redis
+from _queries import drain
 
 import ferroq
 from ferroq import cli
@@ -36,24 +37,12 @@ def test_streaming_read_of_a_stream(spark: Any, redis_url: str, r: redis.Redis, 
     def sink(df: Any, batch_id: int) -> None:
         seen.extend(row.n for row in df.collect())
 
-    q = (
-        spark.readStream.format('ferroq')
-        .option('url', redis_url)
-        .option('stream', 'ev')
-        .option('maxRecordsPerTrigger', '2000')
-        .schema('n long, _id string')
-        .load()
-        .writeStream.foreachBatch(sink)
-        .option('checkpointLocation', checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert q.awaitTermination(120)
+    progress = drain(spark, redis_url, {'stream': 'ev', 'maxRecordsPerTrigger': '2000'}, 'n long', sink, checkpoint)
     assert sorted(seen) == list(range(5000))
     # Spark commits a batch when it plans the next: the group is at the end of the second of three batches.
     [group] = r.xinfo_groups('ferroq:stream:ev')
     assert (group['name'], group['last-delivered-id'], group['lag']) == ('spark', ids[3999], 1000)
-    latest = json.loads(q.lastProgress['sources'][0]['latestOffset'])
+    latest = json.loads(progress['sources'][0]['latestOffset'])
     assert latest == {'id': ids[-1], 'read': 5000, 'lag': 0}
 
 
@@ -66,20 +55,8 @@ def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, c
         seen.extend(row._id for row in df.collect())
 
     def run() -> Any:
-        q = (
-            spark.readStream.format('ferroq')
-            .option('url', redis_url)
-            .option('topic', 'jobs')
-            .option('maxRecordsPerTrigger', '2000')
-            .schema('n long, _id string, _deliveries long')
-            .load()
-            .writeStream.foreachBatch(sink)
-            .option('checkpointLocation', checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        assert q.awaitTermination(120)
-        return q.lastProgress
+        options = {'topic': 'jobs', 'maxRecordsPerTrigger': '2000'}
+        return drain(spark, redis_url, options, 'n long, _id string, _deliveries long', sink, checkpoint)
 
     last = run()
     assert json.loads(last['sources'][0]['latestOffset']) == {'seq': 3, 'lag': 0}

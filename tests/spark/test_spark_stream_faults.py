@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import redis
+from _queries import read_stream
 
 import ferroq
 
@@ -27,17 +28,8 @@ def _publish(url: str, kind: str, name: str) -> None:
 
 
 def _query(spark: Any, url: str, kind: str, name: str, checkpoint: str, sink: Any, available_now: bool) -> Any:
-    writer = (
-        spark.readStream.format('ferroq')
-        .option('url', url)
-        .option(kind, name)
-        .option('maxRecordsPerTrigger', str(PER_BATCH))
-        .schema('n long, _id string')
-        .load()
-        .writeStream.foreachBatch(sink)
-        .option('checkpointLocation', checkpoint)
-    )
-    return writer.trigger(availableNow=True).start() if available_now else writer.start()
+    options = {kind: name, 'maxRecordsPerTrigger': str(PER_BATCH)}
+    return read_stream(spark, url, options, 'n long, _id string', sink, checkpoint, available_now)
 
 
 @pytest.mark.parametrize('kind', ['topic', 'stream'])
