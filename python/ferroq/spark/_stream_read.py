@@ -151,6 +151,8 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return begin
         if rows is None:
             return newest
+        if 'read' in begin and 'read' in newest and newest['read'] - begin['read'] <= rows:
+            return newest  # everything left fits (entries added since, deleted ones included): no scan
         end, read, left = begin['id'], begin.get('read'), rows
         while left > 0:
             step = min(ADVANCE_STEP, left)
