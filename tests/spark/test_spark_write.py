@@ -221,3 +221,26 @@ def test_an_atomic_write_publishes_nothing_unless_the_job_commits(spark: Any, re
     ids = [r.hget(f'rfq:retried:message:{m}', 'id') for m in r.lrange('rfq:retried:backlog', 0, -1)]
     assert sorted(int(i) for i in ids) == list(range(20_000))  # the committed attempts only, once each
     assert r.keys('rfq:retried:spark:stage:*') == []  # the failed attempt's stage too
+
+
+def test_one_client_per_python_worker(spark: Any, redis_url: str) -> None:
+    from ferroq.spark._options import parse
+
+    conn = parse({'url': redis_url, 'topic': 'pooled'}, 'write').connection
+
+    def probe(rows: Any) -> None:
+        import os
+
+        from ferroq.spark import _conn
+
+        client = _conn.native(conn)  # what every reading and writing task of the data source calls
+        n = sum(1 for _ in rows)  # a worker that leaves its input unread is not reused by Spark
+        client.topic('pooled').publish({'pid': str(os.getpid()), 'client': str(id(client)), 'n': str(n)})
+
+    for _ in range(3):
+        spark.range(0, 80, numPartitions=8).foreachPartition(probe)
+    with ferroq.Client(redis_url) as c:
+        seen = {(m.fields['pid'], m.fields['client']) for m in c.topic('pooled').claim(count=100)}
+    pids = {pid for pid, _ in seen}
+    # 24 tasks: each Python worker made one client on first use and reused it for every later task.
+    assert len(seen) == len(pids) < 24
