@@ -1,4 +1,4 @@
-"""Streaming queries the Spark tests start: a ferroq source into a foreachBatch sink."""
+"""Reads the Spark tests start: batch reads, and streaming queries into a foreachBatch sink."""
 
 from __future__ import annotations
 
@@ -27,3 +27,11 @@ def drain(spark: Any, url: str, options: dict[str, str], schema: str, sink: Any,
     query = read_stream(spark, url, options, schema, sink, checkpoint)
     assert query.awaitTermination(120)
     return query.lastProgress
+
+
+def peek(spark: Any, url: str, **options: str) -> Any:
+    """``spark.read.format('ferroq')`` with ``url`` and ``options`` (a DataFrameReader: add a schema, load)."""
+    reader = spark.read.format('ferroq').option('url', url)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader

@@ -6,33 +6,27 @@ from typing import Any
 
 import pytest
 import redis
+from _queries import peek
 
 import ferroq
-
-
-def _peek(spark: Any, url: str, **options: str) -> Any:
-    reader = spark.read.format('ferroq').option('url', url)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader
 
 
 def test_stream_positions(spark: Any, redis_url: str) -> None:
     with ferroq.Client(redis_url) as c:
         ids = c.stream('pos').publish_batch([{'n': str(i)} for i in range(100)])
-    between = _peek(spark, redis_url, stream='pos', startingPosition=ids[10], endingPosition=ids[19])
+    between = peek(spark, redis_url, stream='pos', startingPosition=ids[10], endingPosition=ids[19])
     assert sorted(r.n for r in between.schema('n long').load().collect()) == list(range(10, 20))
-    after = _peek(spark, redis_url, stream='pos', startingPosition=ids[95], numPartitions='3')
+    after = peek(spark, redis_url, stream='pos', startingPosition=ids[95], numPartitions='3')
     assert sorted(r.n for r in after.schema('n long').load().collect()) == list(range(95, 100))
     ms = int(ids[0].split('-')[0])
-    too_late = _peek(spark, redis_url, stream='pos', startingPosition=str(ms + 10**9))
+    too_late = peek(spark, redis_url, stream='pos', startingPosition=str(ms + 10**9))
     assert too_late.schema('n long').load().count() == 0
 
 
 def test_the_default_schema_and_nothing_consumed(spark: Any, redis_url: str, r: redis.Redis) -> None:
     with ferroq.Client(redis_url) as c:
         c.topic('peeked').publish_batch([{'tile': 'a', 'cloud': '0.5'}, {'tile': 'b', 'extra': 'x'}])
-    df = _peek(spark, redis_url, topic='peeked').load()
+    df = peek(spark, redis_url, topic='peeked').load()
     assert df.columns == ['tile', 'cloud', 'extra', '_id', '_published', '_deliveries', '_topic']
     rows = sorted(df.collect(), key=lambda row: row.tile)
     assert [(row.tile, row.cloud, row.extra, row._deliveries, row._topic) for row in rows] == [
@@ -46,9 +40,9 @@ def test_the_default_schema_and_nothing_consumed(spark: Any, redis_url: str, r: 
 
 def test_an_empty_queue_needs_a_declared_schema(spark: Any, redis_url: str) -> None:
     with pytest.raises(Exception, match='is empty, so its fields cannot be guessed'):
-        _peek(spark, redis_url, topic='nothing').load()
-    assert _peek(spark, redis_url, topic='nothing').schema('a string').load().count() == 0
+        peek(spark, redis_url, topic='nothing').load()
+    assert peek(spark, redis_url, topic='nothing').schema('a string').load().count() == 0
     with pytest.raises(Exception, match="field 'n' of message [0-9a-f]{32} cannot be read as int64: 'not a number'"):
         with ferroq.Client(redis_url) as c:
             c.topic('typed').publish({'n': 'not a number'})
-        _peek(spark, redis_url, topic='typed').schema('n long').load().collect()
+        peek(spark, redis_url, topic='typed').schema('n long').load().collect()

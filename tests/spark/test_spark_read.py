@@ -6,23 +6,16 @@ import json
 from typing import Any
 
 import redis
-from _queries import drain
+from _queries import drain, peek
 
 import ferroq
 from ferroq import cli
 
 
-def _read(spark: Any, url: str, **options: str) -> Any:
-    reader = spark.read.format('ferroq').option('url', url)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader
-
-
 def test_stream_batch_read(spark: Any, redis_url: str) -> None:
     with ferroq.Client(redis_url) as c:
         ids = c.stream('ev').publish_batch([{'n': str(i), 'tile': f't{i % 7}'} for i in range(3000)])
-    df = _read(spark, redis_url, stream='ev').schema('n long, tile string, _id string, _topic string').load()
+    df = peek(spark, redis_url, stream='ev').schema('n long, tile string, _id string, _topic string').load()
     rows = df.collect()
     assert sorted(r.n for r in rows) == list(range(3000))
     assert {r._id for r in rows} == set(ids)
