@@ -31,6 +31,7 @@ URL = 'redis://127.0.0.1:1/0'
         ({'topic': 't', 'ns': 'x'}, 'write', 'option ns applies to an RSMQ queue'),
         ({'topic': 't', 'chunk_size': '0'}, 'write', r'chunk_size must be an integer 1\.\.100000'),
         ({'topic': 't', 'dedupTtl': '-1'}, 'write', 'dedupTtl must be a number of seconds > 0'),
+        ({'topic': 't', 'claimTtl': '700000'}, 'stream_read', 'claimTtl must be a number of seconds > 0 and <= 604800'),
         ({'stream': 's', 'maxlen': '10', 'maxAge': '5'}, 'write', 'maxlen and maxAge conflict'),
         ({'stream': 's', 'startingPosition': 'yesterday'}, 'read', 'startingPosition must be earliest'),
         ({'stream': 's', 'startingPosition': 'latest'}, 'read', 'startingPosition of a batch read'),

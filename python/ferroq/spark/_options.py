@@ -36,8 +36,10 @@ _READS: frozenset[str] = frozenset({'read', 'stream_read'})
 _ALL_MODES: frozenset[str] = _WRITES | _READS
 _ALL_KINDS: frozenset[str] = frozenset({'topic', 'rsmq', 'stream'})
 
-#: The longest a dedup marker or a claim may be kept: 30 days, in seconds.
+#: The longest a dedup marker may be kept: 30 days, in seconds.
 MAX_TTL = 30 * 86400.0
+#: The longest lease a claim may take (the clients' limit): 7 days, in seconds.
+MAX_LEASE = 7 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         consumer=_word(given, 'consumer') or 'spark',
         max_records_per_trigger=_int(given, 'maxRecordsPerTrigger', 1, 100_000_000),
         fail_on_data_loss=_bool(given, 'failOnDataLoss', True),
-        claim_ttl=_seconds(given, 'claimTtl', 86400.0, MAX_TTL) or 86400.0,
+        claim_ttl=_seconds(given, 'claimTtl', 86400.0, MAX_LEASE) or 86400.0,
     )
     return plan
 

@@ -84,6 +84,8 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         raw = _conn.raw(self.plan.connection)
         begin = int((start or {}).get('seq', self._latest or 0))
         self._hold_lock(raw, begin)
+        if self._latest is None:
+            self._track_open_ledgers(raw, begin)
         self._renew(raw, begin)
         end = self._plan_batch(raw, begin, limit)
         self._hold_lock(raw, begin, end)
@@ -94,6 +96,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         seq = begin + 1
         ledger = self._ledger(seq)
         if int(raw.call('llen', ledger)) > 0:  # planned before a restart: the same batch again
+            self._renewed.setdefault(seq, time.monotonic())
             return seq
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable) or rows is None:
@@ -126,6 +129,13 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for i in range(0, len(entries), CLAIM_STEP):
                 raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
         return len(held)
+
+    def _track_open_ledgers(self, raw: _conn.Raw, begin: int) -> None:
+        """A planner that starts (a restarted query) renews the leases of the ledgers still open, from now on."""
+        seq = begin
+        while seq > 0 and int(raw.call('exists', self._ledger(seq))):
+            self._renewed.setdefault(seq, time.monotonic())
+            seq -= 1
 
     def _renew(self, raw: _conn.Raw, committed_to: int) -> None:
         """Renews the leases of open ledgers once a quarter of claimTtl has passed since the last time."""
