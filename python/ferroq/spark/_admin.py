@@ -14,8 +14,9 @@ from ferroq.types import Message
 
 __all__ = ['PAGE', 'ledger_messages', 'release']
 
-#: Ledger entries read per round trip.
-PAGE = 1000
+#: Ledger entries read per round trip, and handed to one commit, extend or release call (which sends them in
+#: chunks of chunk_size, one pipeline).
+PAGE = 10_000
 
 
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:

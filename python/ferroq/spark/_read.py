@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ferroq.protocol import keys
-from ferroq.pure._ops import record_count
 from ferroq.spark import _conn
 from ferroq.spark._options import Connection, Plan
 from ferroq.spark._rows import BATCH_ROWS, Row, decode_body, field_names, to_batch, typed_batch
-from ferroq.types import published_at, rsmq_sent, stream_id_time
+from ferroq.types import published_at, rsmq_sent
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -123,17 +122,21 @@ def batches(rows: Iterator[Row], schema: StructType, source: str) -> Iterator[pa
 
 
 def sample(plan: Plan, n: int = 100) -> list[Row]:
-    """The first ``n`` messages a reader would see, for the default schema."""
+    """The first ``n`` messages a reader would see, for the default schema (the clients' own peeks)."""
     target = plan.target
-    raw = _conn.raw(plan.connection)
     if target.kind == 'stream':
-        return list(_entries(raw, keys.stream_key(target.name), '-', '+', n))
+        entries = _conn.native(plan.connection).stream(target.name).range('-', '+', count=n)
+        return [Row(e.id, _encoded(e.fields), e.published, 0) for e in entries]
     if target.kind == 'topic':
-        tail: list[bytes] = raw.run(lambda r: r.lrange(keys.rfq_backlog(target.name), -n, -1))
-        ids = list(reversed(tail))
-        return list(_topic_bodies(raw, target.name, ids))
-    head: list[bytes] = raw.run(lambda r: r.zrange(keys.rsmq_queue(target.ns, target.name), 0, n - 1))
+        peeked = _conn.native(plan.connection).topic(target.name).inspect('backlog', 0, n)
+        return [Row(e.id, _encoded(e.fields), published_at(e.id), e.deliveries) for e in peeked if e.fields]
+    raw = _conn.raw(plan.connection)
+    head: list[bytes] = raw.call('zrange', keys.rsmq_queue(target.ns, target.name), 0, n - 1)
     return list(_rsmq_bodies(raw, target.ns, target.name, head))
+
+
+def _encoded(fields: dict[str, str]) -> dict[str, bytes]:
+    return {k: v.encode() for k, v in fields.items()}
 
 
 # --- topics ------------------------------------------------------------------------------------------
@@ -191,26 +194,6 @@ def _rfq_published(ids: pa.Array) -> pa.Array:
         pc.is_in(pc.utf8_slice_codeunits(hexed, 16, 17), value_set=pa.array(list('89ab'))),
     )
     return pc.if_else(rfc4122_v1, micros.cast(pa.timestamp('us', tz='UTC')), None)
-
-
-def _topic_bodies(raw: _conn.Raw, topic: str, ids: list[bytes]) -> Iterator[Row]:
-    """The messages of ``ids`` (bodies and delivery counts, one round trip); ids with no body are skipped."""
-    if not ids:
-        return
-
-    def fetch(r: Any) -> list[Any]:
-        pipe = r.pipeline(transaction=False)
-        for i in ids:
-            pipe.hgetall(keys.rfq_message(topic, i.decode()))
-        pipe.hmget(keys.rfq_deliveries(topic), ids)
-        return list(pipe.execute())
-
-    *bodies, records = raw.run(fetch)
-    for i, body, record in zip(ids, bodies, records):
-        if body:
-            mid = i.decode()
-            fields = {k.decode(): v for k, v in body.items()}
-            yield Row(mid, fields, published_at(mid), record_count(record))
 
 
 # --- RSMQ queues ---------------------------------------------------------------------------------------
@@ -320,19 +303,3 @@ def _stream_published(ids: pa.Array) -> pa.Array:
 
     ms = pc.list_element(pc.split_pattern(ids, '-', max_splits=1), 0)
     return ms.cast(pa.int64()).cast(pa.timestamp('ms', tz='UTC'))
-
-
-def _entries(raw: _conn.Raw, key: str, lo: str, hi: str, limit: int | None) -> Iterator[Row]:
-    """Entries from lo to hi in pages of PAGE (at most ``limit`` in all)."""
-    left = limit
-    while left is None or left > 0:
-        count = PAGE if left is None else min(PAGE, left)
-        page: list[Any] = raw.call('xrange', key, lo, hi, count=count)
-        for entry_id, fields in page:
-            eid = entry_id.decode()
-            yield Row(eid, {k.decode(): v for k, v in fields.items()}, stream_id_time(eid), 0)
-        if len(page) < count:
-            return
-        if left is not None:
-            left -= len(page)
-        lo = '(' + page[-1][0].decode()

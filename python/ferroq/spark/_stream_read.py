@@ -69,6 +69,13 @@ def _before(entry_id: str) -> str:
 Offset = dict[str, Any]
 
 
+def _newest(info: dict[str, Any]) -> Offset | None:
+    """The offset after every entry a stream (its XINFO STREAM) has received so far; None if it does not exist."""
+    if not info:
+        return None
+    return _offset(_id(info['last-generated-id']), int(info['entries-added']) if 'entries-added' in info else None)
+
+
 def _offset(entry_id: str, read: int | None) -> Offset:
     """An offset: the id of the last entry planned and, when the server counts them (Redis >= 7.0), how many
     entries the stream had received up to it (its logical read counter: XINFO GROUPS' entries-read)."""
@@ -103,71 +110,60 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 first = _id(info.get('max-deleted-entry-id', BEFORE_ALL))
                 at = first if start == 'earliest' else max(first, _before(position_id(start, end=False)), key=_id_key)
-                after = int(info['length']) if at == first else self._count_after(raw, at)
+                after = int(info['length']) if at == first else self._step(raw, at, None, '+')[1]
                 self._initial = _offset(at, None if added is None else added - after)
         return self._initial
 
-    def _count_after(self, raw: _conn.Raw, begin: str) -> int:
-        count, end = 0, begin
-        while True:
-            last, n = raw.script('stream_advance-1', [self.key], [end, ADVANCE_STEP, '+'])
-            count += int(n)
-            if int(n) < ADVANCE_STEP:
-                return count
-            end = _id(last)
+    def _step(self, raw: _conn.Raw, begin: str, rows: int | None, bound: str) -> tuple[str, int]:
+        """The id of the last of at most ``rows`` entries (all with None) after ``begin`` and up to ``bound``,
+        and how many there are; the script pages through them without sending them back."""
+        end, count = begin, 0
+        while rows is None or count < rows:
+            step = ADVANCE_STEP if rows is None else min(ADVANCE_STEP, rows - count)
+            last, n = raw.script('stream_advance-1', [self.key], [end, step, bound])
+            if int(n):
+                end, count = _id(last), count + int(n)
+            if int(n) < step:
+                break
+        return end, count
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.plan.max_records_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._until = self._newest(_conn.raw(self.plan.connection))
-
-    def _newest(self, raw: _conn.Raw) -> Offset | None:
-        """The offset after every entry the stream has received so far (None when it does not exist)."""
-        info = stream_info(raw, self.key)
-        if not info:
-            return None
-        return _offset(_id(info['last-generated-id']), int(info['entries-added']) if 'entries-added' in info else None)
+        self._until = _newest(stream_info(_conn.raw(self.plan.connection), self.key))
 
     def latestOffset(self, start: Offset | None = None, limit: ReadLimit | None = None) -> Offset:
         raw = _conn.raw(self.plan.connection)
         begin = start or self._latest or self.initialOffset()
         self._hold_lock(raw, begin['id'])
-        self._check_loss(raw, begin['id'])
+        info = stream_info(raw, self.key)  # once per poll: for the loss check and the newest entry
+        self._check_loss(info, begin['id'])
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable):
             rows = None
-        end = self._advance(raw, begin, rows)
+        end = self._advance(raw, begin, rows, self._until or _newest(info))
         self._hold_lock(raw, begin['id'], end['id'])
         self._latest = end
         return end
 
-    def _advance(self, raw: _conn.Raw, begin: Offset, rows: int | None) -> Offset:
-        """The end of the batch after ``begin``: up to ``rows`` entries, all of them with no limit (``begin``
-        when there is none)."""
-        newest = self._until or self._newest(raw)
+    def _advance(self, raw: _conn.Raw, begin: Offset, rows: int | None, newest: Offset | None) -> Offset:
+        """The end of the batch after ``begin``: up to ``rows`` entries, all of them (up to ``newest``) with no
+        limit; ``begin`` when there is none."""
         if newest is None or _id_key(newest['id']) <= _id_key(begin['id']):
             return begin
         if rows is None:
             return newest
         if 'read' in begin and 'read' in newest and newest['read'] - begin['read'] <= rows:
             return newest  # everything left fits (entries added since, deleted ones included): no scan
-        end, read, left = begin['id'], begin.get('read'), rows
-        while left > 0:
-            step = min(ADVANCE_STEP, left)
-            last, n = raw.script('stream_advance-1', [self.key], [end, step, newest['id']])
-            if not n:
-                break
-            end, left = _id(last), left - int(n)
-            read = None if read is None else read + int(n)
-            if int(n) < step:
-                break
-        return _offset(end, read)
+        end, n = self._step(raw, begin['id'], rows, newest['id'])
+        read = begin.get('read')
+        return _offset(end, None if read is None else read + n)
 
     def reportLatestOffset(self) -> Offset | None:
         """The newest entry, and ``lag``: how many entries the stream received after the last planned batch."""
-        newest = self._newest(_conn.raw(self.plan.connection))
+        newest = _newest(stream_info(_conn.raw(self.plan.connection), self.key))
         if newest is None:
             return None
         planned = (self._latest or {}).get('read')
@@ -194,10 +190,9 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         what = f'{self.plan.target} as consumer {self.plan.consumer!r}'
         _lock.hold(raw, self.lock_key, self.instance, what, start, end)
 
-    def _check_loss(self, raw: _conn.Raw, begin: str) -> None:
+    def _check_loss(self, info: dict[str, Any], begin: str) -> None:
         if not self.plan.fail_on_data_loss:
             return
-        info = stream_info(raw, self.key)
         deleted = info.get('max-deleted-entry-id')
         if deleted is not None and _id_key(_id(deleted)) > _id_key(begin):
             raise DataLoss(
