@@ -87,6 +87,8 @@ class QueueFigures:
     publish_rate: float | None = None
     commit_rate: float | None = None
     groups: tuple[GroupFigures, ...] = ()
+    #: False when the rates are lower bounds (an rfq topic whose backlog drained between the two reads).
+    rates_exact: bool = True
     # What the next read needs to derive rates (rfq's newest backlog id; the messages held: rfq's backlog +
     # nextlog + delayed, RSMQ's msgs) and an RSMQ queue's dead-letter queue (``<ns>:<queue>``).
     _head: str | None = field(default=None, repr=False, compare=False)
@@ -271,15 +273,16 @@ class Sampler:
         head = extra[0] if isinstance(extra[0], str) else None
         total = stats.backlog + stats.nextlog + stats.delayed
         publish_rate = commit_rate = None
+        exact = True
         before = self._previous.get(('topic', name))
         seconds = self._elapsed(now)
         if before is not None and seconds:
-            if before._head is None:
-                published = stats.backlog  # it was empty: what waits now came since (at least)
-            elif len(extra) > 1 and isinstance(extra[1], int):
-                published = extra[1]
+            if before._head is not None and len(extra) > 1 and isinstance(extra[1], int):
+                published = extra[1]  # pushed in front of the old newest id
             else:
-                published = stats.backlog  # the old newest id was claimed: all that waits is newer
+                # The backlog was empty, or its old newest id was claimed: all that waits now is newer, and
+                # some of what came since may have been claimed already.
+                published, exact = stats.backlog, stats.backlog == 0 and before._total == total
             publish_rate = _rate(published, seconds)
             commit_rate = _rate(published - (total - before._total), seconds)
         return QueueFigures(
@@ -293,6 +296,7 @@ class Sampler:
             oldest_age=stats.oldest_age,
             publish_rate=publish_rate,
             commit_rate=commit_rate,
+            rates_exact=exact,
             _head=head,
             _total=total,
         )

@@ -31,10 +31,12 @@ def _count(value: int | None) -> str:
     return '-' if value is None else str(value)
 
 
-def _per_second(value: float | None) -> str:
+def _per_second(value: float | None, exact: bool) -> str:
+    """A rate; ``>=`` marks a lower bound."""
     if value is None:
         return '-'
-    return f'{value:.0f}' if value >= 100 else f'{value:.1f}'
+    text = f'{value:.0f}' if value >= 100 else f'{value:.1f}'
+    return text if exact else f'>={text}'
 
 
 def _age(seconds: float | None) -> str:
@@ -75,17 +77,17 @@ def rows(snapshot: Snapshot, *, match: str = '', sort: int = _NAME, reverse: boo
 
 def _group_values(q: QueueFigures, g: GroupFigures) -> tuple[Any, ...]:
     return ('group', f'{q.name} > {g.name}', None, g.pending, None, None, None, None, g.commit_rate, None, g.lag,
-            g.consumers)  # fmt: skip
+            g.consumers, True)  # fmt: skip
 
 
 def _values(q: QueueFigures) -> tuple[Any, ...]:
     consumers = sum(g.consumers for g in q.groups) if q.groups else None
     return (q.kind, q.name, q.depth, q.in_flight, q.expired, q.delayed, q.dead_letters, q.publish_rate,
-            q.commit_rate, q.oldest_age, q.lag, consumers)  # fmt: skip
+            q.commit_rate, q.oldest_age, q.lag, consumers, q.rates_exact)  # fmt: skip
 
 
 def _cells(values: tuple[Any, ...]) -> list[str]:
-    kind, name, depth, in_flight, expired, delayed, dead, pub, commit, age, lag, consumers = values
+    kind, name, depth, in_flight, expired, delayed, dead, pub, commit, age, lag, consumers, exact = values
     return [
         kind,
         name,
@@ -94,8 +96,8 @@ def _cells(values: tuple[Any, ...]) -> list[str]:
         _count(expired),
         _count(delayed),
         _count(dead),
-        _per_second(pub),
-        _per_second(commit),
+        _per_second(pub, exact),
+        _per_second(commit, exact),
         _age(age),
         _count(lag),
         _count(consumers),

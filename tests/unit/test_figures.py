@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ferroq import _figures
+from ferroq import _figures, _top
 from ferroq._figures import Sampler
 
 #: What the seed leaves, by (kind, name): depth, in flight, expired, delayed, dead letters.
@@ -106,12 +106,30 @@ def test_figures_of_what_each_client_wrote(client, redis_url):
             return round(rate * seconds)
 
         assert (count(by_key['topic', 'jobs'].publish_rate), count(by_key['topic', 'jobs'].commit_rate)) == (4, 2)
+        assert by_key['topic', 'jobs'].rates_exact  # the newest id of the first read still waits
         emails_figures = by_key['rsmq', 'rsmq:emails']
         assert (count(emails_figures.publish_rate), count(emails_figures.commit_rate)) == (2, 1)
         assert count(by_key['stream', 'events'].publish_rate) == 2
         [billing] = by_key['stream', 'events'].groups
         assert count(billing.commit_rate) == 2
         assert (billing.pending, billing.lag) == (0, 2)
+
+
+def test_rfq_rates_are_lower_bounds_once_the_backlog_drained(client, redis_url):
+    jobs = client.topic('jobs')
+    jobs.publish_batch([{'n': '1'}] * 2)
+    with Sampler(redis_url) as sampler:
+        first = sampler.read()
+        jobs.publish_batch([{'n': '2'}] * 3)
+        assert len(jobs.commit(jobs.claim(4, lease=60))) == 4  # the newest id of the first read among them
+        second = sampler.read()
+        [figures] = second.queues
+        assert figures.rates_exact is False
+        # 3 published and 4 committed; what can be seen: 1 waiting that is newer, and 2 fewer held
+        seconds = second.taken - first.taken
+        assert figures.publish_rate is not None and figures.commit_rate is not None
+        assert (round(figures.publish_rate * seconds), round(figures.commit_rate * seconds)) == (1, 2)
+        assert [cell[:2] for cell in _top.rows(second)[0][7:9]] == ['>=', '>=']  # PUB/S and COMMIT/S
 
 
 def test_the_first_read_has_no_rates(client, redis_url):

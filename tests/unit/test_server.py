@@ -157,6 +157,9 @@ def test_embedded_start_reuse_stop(embedded_home):
     assert url == f'unix://{sock}'
     status = server.embedded_status()
     assert status['running'] is True and status['data_dir'] == str(embedded_home)
+    # which server ferroq started, and its version (Debian's redis-server here)
+    assert status['server'] == shutil.which('redis-server') == status['redis_server']
+    assert str(status['version']).startswith('redis ') and status['tcp_url'] is None
     pid = status['pid']
     assert isinstance(pid, int)
     os.kill(pid, 0)  # alive
