@@ -16,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ferroq._figures import Sampler, Snapshot
-from ferroq.exceptions import FerroqError
+from ferroq.exceptions import FerroqError, InvalidArgument
 
 __all__ = ['METRICS', 'FiguresCollector', 'serve']
 
@@ -106,12 +106,17 @@ class FiguresCollector(Collector):
 
 
 def serve(url: str | None, port: int, bind: str) -> int:
-    """``ferroq metrics``: serve ``/metrics`` on ``bind:port`` until interrupted."""
+    """``ferroq metrics``: serve ``/metrics`` on ``bind:port`` (0: a free port) until interrupted."""
+    if isinstance(port, bool) or not 0 <= port <= 65535:
+        raise InvalidArgument(f'--port must be from 0 to 65535, got {port}')
     with Sampler(url) as sampler:
         sampler.read()  # fails now, with the client's error, when Redis cannot be reached
         registry = CollectorRegistry(auto_describe=False)
         registry.register(FiguresCollector(sampler))
-        server, thread = start_http_server(port, addr=bind, registry=registry)
+        try:
+            server, thread = start_http_server(port, addr=bind, registry=registry)
+        except OSError as exc:
+            raise FerroqError(f'cannot listen on {bind}:{port}: {exc.strerror or exc}') from None
         print(f'serving metrics of {sampler.url} on http://{bind}:{server.server_port}/metrics', flush=True)
         try:
             while thread.is_alive():

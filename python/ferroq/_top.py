@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ferroq._figures import GroupFigures, QueueFigures, Sampler, Snapshot
-from ferroq.exceptions import FerroqError
+from ferroq.exceptions import InvalidArgument
 
 __all__ = ['COLUMNS', 'rows', 'run']
 
@@ -122,8 +122,8 @@ def _snapshot_json(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 def run(url: str | None, *, interval: float, match: str, once: bool, as_json: bool) -> int:
     """``ferroq top``: the live view on a terminal, else one table (two reads ``interval`` apart, for the rates)."""
-    if interval <= 0:
-        raise FerroqError('--interval must be more than 0 seconds')
+    if not 0 < interval <= 3600:
+        raise InvalidArgument(f'--interval must be more than 0 and at most 3600 seconds, got {interval:g}')
     with Sampler(url) as sampler:
         if once or as_json or not (sys.stdout.isatty() and sys.stdin.isatty()):
             sampler.read()

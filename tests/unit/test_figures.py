@@ -210,3 +210,11 @@ def test_top_on_an_unreachable_server_exits_1(redis_url):
     out = _ferroq(f'redis://127.0.0.1:{free_port()}/0', 'top', '--once')
     assert out.returncode == 1
     assert out.stderr.startswith('ferroq: error: ') and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_top_rejects_a_bad_interval(redis_url):
+    out = _ferroq(redis_url, 'top', '--interval', '0')
+    assert (out.returncode, out.stderr) == (
+        2,
+        'ferroq: error: --interval must be more than 0 and at most 3600 seconds, got 0\n',
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -162,3 +163,17 @@ def test_a_failed_read_answers_up_0(redis_server, tmp_path):
         own.stop()
         proc.send_signal(signal.SIGINT)
         proc.wait(WAIT)
+
+
+def test_bad_or_taken_port(redis_url):
+    run = [sys.executable, '-m', 'ferroq', '--url', redis_url, 'metrics', '--port']
+    out = subprocess.run([*run, '70000'], capture_output=True, text=True, timeout=WAIT, check=False)
+    assert (out.returncode, out.stderr) == (2, 'ferroq: error: --port must be from 0 to 65535, got 70000\n')
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([*run, str(port)], capture_output=True, text=True, timeout=WAIT, check=False)
+    assert out.returncode == 1
+    assert out.stderr.startswith(f'ferroq: error: cannot listen on 127.0.0.1:{port}: ')
+    assert len(out.stderr.splitlines()) == 1
