@@ -27,6 +27,7 @@ come from :mod:`ferroq.protocol.keys`.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ SCAN_COUNT = 1000
 SCAN_ROUNDS = 20
 #: Most backlog entries one LPOS walks to find where the previous newest id went.
 LPOS_BOUND = 100_000
+_RSMQ_NAME = re.compile(keys.RSMQ_QNAME_PATTERN)
 #: The suffix of the dead-letter topic or stream the worker and consumer groups use by default.
 DEAD_SUFFIX = '.dead'
 
@@ -102,7 +104,7 @@ class QueueFigures:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every queue's figures at ``taken`` (epoch seconds), sorted by kind and name."""
+    """Every queue's figures at ``taken`` (epoch seconds): topics, RSMQ queues, streams, each sorted by name."""
 
     taken: float
     queues: list[QueueFigures]
@@ -171,9 +173,8 @@ class Sampler:
         self._client = PureClient(url, command_timeout=30.0)
         self._ctx = self._client._ctx
         self._scan_rounds = scan_rounds
-        backlog = keys.rfq_backlog('*')
         self._scans = {
-            'backlog': _Scan(backlog, 'list'),
+            'backlog': _Scan(keys.rfq_backlog('*'), 'list'),
             'nextlog': _Scan(keys.rfq_nextlog('*'), 'list'),
             'rsmq': _Scan(keys.rsmq_queues('*'), 'set'),
             'stream': _Scan(keys.stream_key('*'), 'stream'),
@@ -220,7 +221,13 @@ class Sampler:
             ns for ns in (_strip(k, '', ':QUEUES') for k in self._scans['rsmq'].names()) if ns and _rsmq_ns_ok(ns)
         )
         members = self._client._run_side_by_side([_rsmq.queues(self._ctx, ns) for ns in spaces])
-        queues = [(ns, q) for ns, names in zip(spaces, members) if isinstance(names, list) for q in names]
+        queues = [
+            (ns, q)
+            for ns, names in zip(spaces, members)
+            if isinstance(names, list)
+            for q in names
+            if _RSMQ_NAME.fullmatch(q)  # a name RSMQ would refuse was not made by an RSMQ client
+        ]
         streams = sorted(
             name
             for name in (_strip(k, keys.STREAM_PREFIX, '') for k in self._scans['stream'].names())

@@ -20,7 +20,8 @@ Both clients (the native one calls :func:`resolve_url` from Rust) resolve a miss
   languages). The port is kept in ``<data dir>/tcp-port``, so a restart opens it again, until
   :func:`stop_embedded` removes it: by default the server has no TCP port.
 - ``PING`` and ``SHUTDOWN`` go over the socket as raw RESP (the native client's start does not load redis-py);
-  only :func:`embedded_status` and a port change use redis-py.
+  only the status, the URLs and a port change (:func:`embedded_status`, :func:`embedded_urls`, ``port=``)
+  use redis-py.
 """
 
 from __future__ import annotations
