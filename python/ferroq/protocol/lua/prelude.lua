@@ -142,6 +142,21 @@ local function take_from_claims(claims, claim_leases, deliveries, ids, token)
   end
 end
 
+-- The token of the open claim that lists id, or nil (reads every open claim: for bare ids only).
+local function claim_holding(claims, id)
+  local all = redis.call('HGETALL', claims)
+  for i = 1, #all, 2 do
+    if not string.find(all[i], ':', 1, true) then
+      local listed = {}
+      words(select(3, parse_claim(all[i + 1])), listed)
+      if listed[id] then
+        return all[i]
+      end
+    end
+  end
+  return nil
+end
+
 -- Whether message id (record v, false if none) is leased: its record says a ferroq claim holds it (such a
 -- claim always has a lease), or it has a lease without one (one given by harvest at first sight).
 local function leased(leases, id, v)

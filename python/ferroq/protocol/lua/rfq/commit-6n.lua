@@ -2,10 +2,12 @@
 
 Input:
   KEYS[1..6]     rfq:<topic>:nextlog, :leases, :deliveries, :claims, :claim_leases, :inflight
-  KEYS[7..]      rfq:<topic>:message:<id> for each id of ARGV, in the same order
-  ARGV           groups: <fence>, k, then k ids
+  KEYS[7..]      rfq:<topic>:message:<id> for each message, in groups (below)
+  ARGV[1]        the length of the message key prefix rfq:<topic>:message: (an id is the rest of its key)
+  ARGV[2..]      per group: <fence>, k: the group's next k message keys share the fence
 
-Output: the ids committed, in input order.
+Output: { committed, then the ids given that were not committed }: the client, which knows the ids it
+gave, has the committed ones in input order without their coming back (an id given twice counts once).
 
 A fence with a letter is a claim's token: its ids are committed only while that claim still lists them.
 Digits are the delivery count of a claim of the previous layout (a per-id record and lease, see the
@@ -22,6 +24,12 @@ claims, so one LRANGE and one LTRIM unlist them all (see unlist for the other ca
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local claims, claim_leases, inflight = KEYS[4], KEYS[5], KEYS[6]
 local FIRST_BODY = 7
+local id_from = tonumber(ARGV[1]) + 1
+-- The ids, from the message keys (passing them again as arguments would cost as much as the keys).
+local ids = {}
+for i = FIRST_BODY, #KEYS do
+  ids[i] = string.sub(KEYS[i], id_from)
+end
 -- Marks entries to remove in one LREM. It has spaces, so it is never an id (ids have no whitespace).
 local TOMBSTONE = ' ferroq: committed '
 -- From this many ids out of order on, one walk from the tail replaces one LREM walk per id.
@@ -117,47 +125,47 @@ local done = {}
 local forget = {} -- ids whose deliveries record and per-id lease go
 local bare_taken = false
 local unlisted = nil -- ids already taken out of the nextlog (a whole claim at its tail)
-local a, key = 1, FIRST_BODY
+local a, key = 2, FIRST_BODY
 
--- Accepts ids[first..last] (KEYS from key on) when ok(id) says so.
-local function accept(ids, first, last, ok)
+-- Accepts the messages of KEYS[first..last] whose id ok(id) accepts.
+local function accept(first, last, ok)
   for i = first, last do
     local id = ids[i]
     if not done[id] and ok(id) then
       done[id] = true
       n = n + 1
-      taken[n], keys[n] = id, key + i - first
+      taken[n], keys[n] = id, i
     end
   end
 end
 
 while a <= #ARGV do
   local fence, k = ARGV[a], tonumber(ARGV[a + 1])
-  local first, last = a + 2, a + 1 + k
+  local first, last = key, key + k - 1
   if string.find(fence, '%a') then
     local v = redis.call('HGET', claims, fence)
     if v then
       local at, owner, held = parse_claim(v)
-      local given = table.concat(ARGV, ' ', first, last)
+      local given = table.concat(ids, ' ', first, last)
       local gone = {}
       if held == given then -- the whole claim, in claim order
-        if k > 0 and redis.call('LINDEX', nextlog, -1) == ARGV[first]
-            and redis.call('LINDEX', nextlog, -k) == ARGV[last] then
+        if k > 0 and redis.call('LINDEX', nextlog, -1) == ids[first]
+            and redis.call('LINDEX', nextlog, -k) == ids[last] then
           -- The claim's ids were pushed as one block (one atomic script), and entries only ever leave
           -- the middle of a list: a tail block of k entries that starts and ends with them is them.
           redis.call('LTRIM', nextlog, 0, -k - 1)
           unlisted = unlisted or {}
           for i = first, last do
-            unlisted[ARGV[i]] = true
+            unlisted[ids[i]] = true
           end
         end
         for i = first, last do
-          local id = ARGV[i]
+          local id = ids[i]
           if not done[id] then
             done[id] = true
             gone[id] = true
             n = n + 1
-            taken[n], keys[n] = id, key + i - first
+            taken[n], keys[n] = id, i
           end
         end
         redis.call('HDEL', claims, fence)
@@ -165,7 +173,7 @@ while a <= #ARGV do
       else
         local listed = {}
         words(held, listed)
-        accept(ARGV, first, last, function(id)
+        accept(first, last, function(id)
           if listed[id] then
             gone[id] = true
             return true
@@ -188,12 +196,12 @@ while a <= #ARGV do
     end
   elseif fence == '' then
     bare_taken = true
-    accept(ARGV, first, last, function(id)
+    accept(first, last, function(id)
       forget[#forget + 1] = id
       return true -- checked below, once the nextlog was searched
     end)
   else
-    accept(ARGV, first, last, function(id)
+    accept(first, last, function(id)
       if holds(leases, id, fence, redis.call('HGET', deliveries, id)) then
         forget[#forget + 1] = id
         return true
@@ -202,7 +210,7 @@ while a <= #ARGV do
     end)
   end
   key = key + k
-  a = last + 1
+  a = a + 2
 end
 
 local removed
@@ -226,15 +234,15 @@ end
 if bare_taken and removed ~= true then
   -- Bare ids that were not in the nextlog count only if leased or in flight.
   local bare = {}
-  local b = 1
+  local b, at = 2, FIRST_BODY
   while b <= #ARGV do
     local k = tonumber(ARGV[b + 1])
     if ARGV[b] == '' then
-      for i = b + 2, b + 1 + k do
-        bare[ARGV[i]] = true
+      for i = at, at + k - 1 do
+        bare[ids[i]] = true
       end
     end
-    b = b + 2 + k
+    b, at = b + 2, at + k
   end
   local kept = 0
   for i = 1, n do
@@ -275,7 +283,17 @@ if bare_taken and n > 0 then
     end
   end
 end
-for i = n + 1, #taken do
-  taken[i] = nil
+local out, seen = { n }, {}
+if n < #KEYS - FIRST_BODY + 1 then
+  for i = 1, n do
+    seen[taken[i]] = true
+  end
+  for i = FIRST_BODY, #KEYS do
+    local id = ids[i]
+    if not seen[id] then
+      out[#out + 1] = id
+      seen[id] = true
+    end
+  end
 end
-return taken
+return out
