@@ -157,6 +157,21 @@ local function claim_holding(claims, id)
   return nil
 end
 
+-- The token of the open claim that holds id when the id's delivery count is count (a fence of digits for
+-- an id of a claim: a Message made by hand, or kept as id and delivery count), or nil. Reads every open
+-- claim: only for such fences.
+local function claim_by_count(claims, inflight, deliveries, id, count)
+  if redis.call('SISMEMBER', inflight, id) == 0 then
+    return nil
+  end
+  local v = redis.call('HGET', deliveries, id)
+  local ended = v and tonumber((parse_record(v))) or 0
+  if tostring(ended + 1) ~= count then
+    return nil
+  end
+  return claim_holding(claims, id)
+end
+
 -- Whether message id (record v, false if none) is leased: its record says a ferroq claim holds it (such a
 -- claim always has a lease), or it has a lease without one (one given by harvest at first sight).
 local function leased(leases, id, v)

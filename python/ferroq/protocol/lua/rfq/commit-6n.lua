@@ -125,6 +125,7 @@ local done = {}
 local forget = {} -- ids whose deliveries record and per-id lease go
 local bare_taken = false
 local unlisted = nil -- ids already taken out of the nextlog (a whole claim at its tail)
+local by_count = {} -- claim token -> ids committed with a delivery count fence
 local a, key = 2, FIRST_BODY
 
 -- Accepts the messages of KEYS[first..last] whose id ok(id) accepts.
@@ -206,6 +207,13 @@ while a <= #ARGV do
         forget[#forget + 1] = id
         return true
       end
+      local token = claim_by_count(claims, inflight, deliveries, id, fence)
+      if token then
+        by_count[token] = by_count[token] or {}
+        by_count[token][id] = true
+        forget[#forget + 1] = id
+        return true
+      end
       return false
     end)
   end
@@ -268,6 +276,13 @@ if #forget > 0 then
     call_in_slices('ZREM', leases, forget, 1, #forget)
   end
   call_in_slices('HDEL', deliveries, forget, 1, #forget)
+end
+for token, gone in pairs(by_count) do
+  local v = redis.call('HGET', claims, token)
+  if v then
+    local at, owner, held = parse_claim(v)
+    drop_from_claim(claims, claim_leases, token, at, owner, held, gone)
+  end
 end
 if bare_taken and n > 0 then
   -- Bare ids that an open claim listed leave that claim too (rare: reads every open claim).

@@ -63,9 +63,12 @@ while a <= #ARGV do
     for i = 1, k do
       local id = ARGV[a + 1 + i]
       if not done[id] then
+        -- a bare id, or a delivery count, of an id held by a claim (rare: reads every open claim)
         local token = nil
-        if fence == '' and redis.call('SISMEMBER', inflight, id) == 1 then
-          token = claim_holding(claims, id) -- a bare id held by a claim (rare)
+        if fence == '' then
+          token = redis.call('SISMEMBER', inflight, id) == 1 and claim_holding(claims, id) or nil
+        else
+          token = claim_by_count(claims, inflight, deliveries, id, fence)
         end
         local ok = token ~= nil or take_claim(nextlog, leases, id, fence, redis.call('HGET', deliveries, id))
         if ok then

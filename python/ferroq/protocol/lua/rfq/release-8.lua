@@ -60,8 +60,14 @@ while a <= #ARGV do
           redis.call('HSET', deliveries, id, unclaimed(record))
         end
         out[#out + 1] = id
-      elseif not done[id] and fence == '' then
-        local token = claim_holding(claims, id) -- a bare id held by a claim (rare)
+      elseif not done[id] then
+        -- a bare id, or a delivery count, of an id held by a claim (rare: reads every open claim)
+        local token
+        if fence == '' then
+          token = redis.call('SISMEMBER', inflight, id) == 1 and claim_holding(claims, id)
+        else
+          token = claim_by_count(claims, inflight, deliveries, id, fence)
+        end
         if token then
           local at, owner, held = parse_claim(redis.call('HGET', claims, token))
           from_claim(token, at, owner, held, { id })

@@ -1,7 +1,7 @@
 --[[ rfq extend: renew the leases of messages whose claim is still held.
 
 Input:
-  KEYS[1..4]   rfq:<topic>:leases, :deliveries, :claims, :claim_leases
+  KEYS[1..5]   rfq:<topic>:leases, :deliveries, :claims, :claim_leases, :inflight
   ARGV[1]      the new lease in milliseconds, counted from now (Redis TIME)
   ARGV[2..]    groups: <fence>, k, then k ids (fences as commit-6n takes them)
 
@@ -12,7 +12,7 @@ given ids, and every id of the call that it lists is reported (its other ids are
 consumer, or left the claim when they were committed, released or taken over). A count fence (a claim of
 the previous layout) renews the id's own lease, as before; '' renews whichever holds the id.
 ]]
-local leases, deliveries, claims, claim_leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local leases, deliveries, claims, claim_leases, inflight = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 redis.call('ZREM', leases, '')
 local deadline = now_ms() + tonumber(ARGV[1])
 local out = {}
@@ -42,9 +42,15 @@ while a <= #ARGV do
       if holds(leases, id, fence, redis.call('HGET', deliveries, id)) then
         redis.call('ZADD', leases, 'XX', deadline, id)
         out[#out + 1] = id
-      elseif fence == '' then
-        -- a bare id held by a claim: that claim is renewed (rare: reads every open claim)
-        local token = claim_holding(claims, id)
+      else
+        -- a bare id, or a delivery count, of an id held by a claim: that claim is renewed (rare: reads
+        -- every open claim)
+        local token
+        if fence == '' then
+          token = redis.call('SISMEMBER', inflight, id) == 1 and claim_holding(claims, id)
+        else
+          token = claim_by_count(claims, inflight, deliveries, id, fence)
+        end
         if token then
           redis.call('ZADD', claim_leases, 'XX', deadline, token)
           out[#out + 1] = id
