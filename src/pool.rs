@@ -474,6 +474,11 @@ impl Pool {
         Ok(replies)
     }
 
+    /// Plain commands in one round trip on a shared connection; the first error reply becomes the error.
+    pub async fn query_pipe(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
+        first_error(self.send_pipeline(conn, pipe).await?)
+    }
+
     /// One plain command on a shared connection.
     pub async fn query(&self, conn: &mut MultiplexedConnection, cmd: &Cmd) -> Result<Value> {
         let reply = conn.send_packed_command(cmd).await.map_err(|e| self.map_err(e))?;

@@ -52,7 +52,8 @@ def script_hashes() -> dict[str, str]:
     """SHA1 of every embedded Lua script, by ``<protocol>/<op>-<numkeys>`` name."""
 
 def rfq_keys(topic: str) -> list[str]:
-    """The per-topic keys (backlog, nextlog, leases, deliveries, message prefix), for parity tests."""
+    """The per-topic keys (backlog, nextlog, leases, deliveries, message prefix, claims, claim leases, in-flight
+    set), for parity tests."""
 
 def new_message_id() -> str:
     """A new rfq message id: uuid1 hex with a random node, as rfq 1.2+ makes them."""

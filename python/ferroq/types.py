@@ -49,15 +49,19 @@ class Message:
         topic: the topic it was claimed from.
         fields: the message, a flat map of str to str.
         deliveries: how many times it has been claimed, this claim included (1 on the first claim).
+        claim: the token of the claim that holds it (commit, extend, release and dead_letter are fenced by it),
+            or None for a Message made by hand, which is fenced by ``deliveries`` (claims made before the
+            batch claim layout).
     """
 
-    __slots__ = ('deliveries', 'fields', 'id', 'topic')
+    __slots__ = ('claim', 'deliveries', 'fields', 'id', 'topic')
 
-    def __init__(self, id: str, topic: str, fields: dict[str, str], deliveries: int) -> None:
+    def __init__(self, id: str, topic: str, fields: dict[str, str], deliveries: int, claim: str | None = None) -> None:
         self.id = id
         self.topic = topic
         self.fields = fields
         self.deliveries = deliveries
+        self.claim = claim
 
     @property
     def token(self) -> int:

@@ -379,7 +379,8 @@ pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {
     Ok(id)
 }
 
-/// (id, topic, token) of a `ferroq.types.Message`, or None if `obj` is not one.
+/// (id, topic, fence) of a `ferroq.types.Message`, or None if `obj` is not one. The fence is its claim's
+/// token, or for a Message without one (made by hand) its delivery count.
 fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'py, PyAny>, String)>> {
     let py = obj.py();
     let cls = message_class(py).map_err(|e| Error::invalid(format!("cannot import ferroq.types: {e}")))?;
@@ -392,6 +393,15 @@ fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'
             .map_err(|e| Error::invalid(format!("bad Message: {e}")))
     };
     let id = message_id(&get(pyo3::intern!(py, "id"))?)?;
+    let claim = get(pyo3::intern!(py, "claim"))?;
+    if let Ok(claim) = claim.cast::<PyString>() {
+        let claim = claim
+            .to_cow()
+            .map_err(|e| Error::invalid(format!("bad Message: {e}")))?;
+        if !claim.is_empty() {
+            return Ok(Some((id, get(pyo3::intern!(py, "topic"))?, claim.into_owned())));
+        }
+    }
     let deliveries = get(pyo3::intern!(py, "deliveries"))?;
     // The token is the delivery count's decimal text: an int formats in Rust, anything else through str().
     let token = match deliveries.extract::<u64>() {
@@ -409,7 +419,7 @@ pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<V
     items(obj, "messages")?
         .iter()
         .map(|item| match message_parts(item)? {
-            Some((id, msg_topic, token)) => {
+            Some((id, msg_topic, fence)) => {
                 let same = msg_topic
                     .cast::<PyString>()
                     .is_ok_and(|s| s.to_cow().is_ok_and(|s| s == topic.name));
@@ -424,13 +434,13 @@ pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<V
                 Ok(Held {
                     topic: topic.clone(),
                     id,
-                    token,
+                    fence,
                 })
             }
             None => Ok(Held {
                 topic: topic.clone(),
                 id: message_id(item)?,
-                token: String::new(),
+                fence: String::new(),
             }),
         })
         .collect()
@@ -442,7 +452,7 @@ pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
     items(obj, "messages")?
         .iter()
         .map(|item| match message_parts(item)? {
-            Some((id, msg_topic, token)) => {
+            Some((id, msg_topic, fence)) => {
                 let name = topic_name(&msg_topic)?;
                 let topic = match topics.iter().find(|t| t.name == name) {
                     Some(t) => t.clone(),
@@ -452,7 +462,7 @@ pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
                         t
                     }
                 };
-                Ok(Held { topic, id, token })
+                Ok(Held { topic, id, fence })
             }
             None => Err(Error::invalid(format!(
                 "expected a Message, got {} (use Topic methods for bare ids)",
@@ -480,7 +490,7 @@ pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<rfq::Claimed>)
     let out = PyList::empty(py);
     for c in claimed {
         let fields = fields_dict(py, &c.fields)?;
-        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries))?)?;
+        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries, c.claim))?)?;
     }
     Ok(out.into_any().unbind())
 }

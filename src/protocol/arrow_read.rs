@@ -12,7 +12,7 @@ use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
-use crate::protocol::common::{array, unexpected};
+use crate::protocol::common::{array, int, unexpected};
 use crate::protocol::keys::{StreamKeys, TopicKeys};
 
 /// The id column of both batches.
@@ -131,8 +131,9 @@ async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
 }
 
 /// `Topic.fetch_arrow`: `_id`, `_deliveries`, then one binary column per name in `fields`, for the ids
-/// whose message still exists, in the order given. Rounds of `chunk` ids: one pipeline of HGETALLs and one
-/// HMGET of the delivery records each.
+/// whose message still exists, in the order given. Rounds of `chunk` ids: one pipeline of HGETALLs, one
+/// HMGET of the delivery records (the claims that ended) and one SMISMEMBER of the in-flight set (a claim
+/// holding it now counts too) each.
 pub async fn fetch(
     pool: &Pool,
     topic: &TopicKeys,
@@ -153,12 +154,18 @@ pub async fn fetch(
         let mut c = Cmd::new();
         c.arg("HMGET").arg(&topic.deliveries).arg(round);
         pipe.add_command(c);
+        let mut c = Cmd::new();
+        c.arg("SMISMEMBER").arg(&topic.inflight).arg(round);
+        pipe.add_command(c);
         let mut replies = read_pipe(pool, &pipe).await?;
+        let held = array(replies.pop().unwrap_or(Value::Nil))?;
         let records = array(replies.pop().unwrap_or(Value::Nil))?;
-        if records.len() != round.len() {
-            return Err(Error::protocol("HMGET of the delivery records: wrong number of values"));
+        if records.len() != round.len() || held.len() != round.len() {
+            return Err(Error::protocol(
+                "HMGET / SMISMEMBER of the delivery records: wrong number of values",
+            ));
         }
-        for ((id, body), record) in round.iter().zip(replies).zip(records) {
+        for (((id, body), record), in_flight) in round.iter().zip(replies).zip(records).zip(held) {
             let empty = match &body {
                 Value::Map(m) => m.is_empty(),
                 Value::Array(a) => a.is_empty(),
@@ -170,7 +177,7 @@ pub async fn fetch(
             }
             cols.push(body)?;
             id_col.append_value(id);
-            deliveries.append_value(record_count(bytes(record)?.as_deref()));
+            deliveries.append_value(record_count(bytes(record)?.as_deref()) + i64::from(int(in_flight)? == 1));
         }
     }
     let mut schema = vec![

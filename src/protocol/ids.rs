@@ -147,6 +147,18 @@ pub fn new_tokens(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// A claim's token: a letter (so a script never reads it as a delivery count) and 15 random base-36 digits.
+pub fn claim_token() -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut rng = SmallRng::from_os_rng();
+    let mut out = String::with_capacity(16);
+    out.push(DIGITS[rng.random_range(10..36)] as char);
+    for _ in 0..15 {
+        out.push(DIGITS[rng.random_range(0..36)] as char);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

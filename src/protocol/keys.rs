@@ -30,6 +30,23 @@ pub fn rfq_delayed(topic: &str) -> String {
     format!("{RFQ_PREFIX}{topic}:delayed")
 }
 
+/// ferroq side key, a HASH: `<claim>` -> `<claimed_at_ms> <owner or -> <id> <id> ...` (the open ids of one claim,
+/// in claim order) and `<claim>:d` -> those of its ids claimed before (see docs/protocol.md).
+pub fn rfq_claims(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:claims")
+}
+
+/// ferroq side key, a ZSET: `<claim>` -> the claim's lease deadline in epoch ms (Redis TIME).
+pub fn rfq_claim_leases(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:claim_leases")
+}
+
+/// ferroq side key, a SET of the ids held by open claims: how a claim finds an id that rfq's blind harvest
+/// requeued while a claim still held it.
+pub fn rfq_inflight(topic: &str) -> String {
+    format!("{RFQ_PREFIX}{topic}:inflight")
+}
+
 /// `rfq:{topic}:published:{token}`: the STRING recording that one publish chunk (its token) was written.
 pub fn rfq_published(topic: &str, token: &str) -> String {
     format!("{RFQ_PREFIX}{topic}:published:{token}")
@@ -55,6 +72,9 @@ pub struct TopicKeys {
     pub deliveries: String,
     pub delayed: String,
     pub message_prefix: String,
+    pub claims: String,
+    pub claim_leases: String,
+    pub inflight: String,
 }
 
 impl TopicKeys {
@@ -67,6 +87,9 @@ impl TopicKeys {
             deliveries: rfq_deliveries(name),
             delayed: rfq_delayed(name),
             message_prefix: rfq_message_prefix(name),
+            claims: rfq_claims(name),
+            claim_leases: rfq_claim_leases(name),
+            inflight: rfq_inflight(name),
         }
     }
 
@@ -75,7 +98,26 @@ impl TopicKeys {
         [&self.backlog, &self.nextlog, &self.leases, &self.deliveries]
     }
 
-    /// The four topic keys and the delayed ZSET: what claim, release, harvest and stats take.
+    /// The claims HASH, the claims' leases and the in-flight SET.
+    pub fn claim_keys(&self) -> [&str; 3] {
+        [&self.claims, &self.claim_leases, &self.inflight]
+    }
+
+    /// Every side key: what claim, release, harvest and stats take.
+    pub fn eight(&self) -> [&str; 8] {
+        [
+            &self.backlog,
+            &self.nextlog,
+            &self.leases,
+            &self.deliveries,
+            &self.delayed,
+            &self.claims,
+            &self.claim_leases,
+            &self.inflight,
+        ]
+    }
+
+    /// The four topic keys and the delayed ZSET.
     pub fn five(&self) -> [&str; 5] {
         [
             &self.backlog,
@@ -106,7 +148,8 @@ impl TopicKeys {
         }
     }
 
-    /// backlog, nextlog, leases, deliveries, message prefix (what `rfq_keys()` returns to Python).
+    /// backlog, nextlog, leases, deliveries, message prefix, claims, claim leases, in-flight set (what
+    /// `rfq_keys()` returns to Python).
     pub fn all(&self) -> Vec<String> {
         vec![
             self.backlog.clone(),
@@ -114,6 +157,9 @@ impl TopicKeys {
             self.leases.clone(),
             self.deliveries.clone(),
             self.message_prefix.clone(),
+            self.claims.clone(),
+            self.claim_leases.clone(),
+            self.inflight.clone(),
         ]
     }
 }
@@ -270,6 +316,12 @@ mod tests {
         assert_eq!(k.message_prefix, "rfq:jobs:message:");
         assert_eq!(k.delayed, "rfq:jobs:delayed");
         assert_eq!(k.five()[4], "rfq:jobs:delayed");
+        assert_eq!(
+            k.claim_keys(),
+            ["rfq:jobs:claims", "rfq:jobs:claim_leases", "rfq:jobs:inflight"]
+        );
+        assert_eq!(k.eight()[..5], k.five());
+        assert_eq!(k.eight()[5..], k.claim_keys());
         assert_eq!(k.message("ab12"), "rfq:jobs:message:ab12");
         assert_eq!(k.message("ab12"), rfq_message("jobs", "ab12"));
         assert_eq!(
@@ -282,7 +334,7 @@ mod tests {
             ]
         );
         assert_eq!(k.list(Queue::Nextlog), "rfq:jobs:nextlog");
-        assert_eq!(k.all().len(), 5);
+        assert_eq!(k.all().len(), 8);
     }
 
     #[test]

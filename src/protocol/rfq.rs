@@ -28,21 +28,23 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 
 pub type Fields = Vec<(String, String)>;
 
-/// A claimed message; `topic` indexes the topics given to [`claim`].
+/// A claimed message; `topic` indexes the topics given to [`claim`]; `claim` is the token of its claim.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
     pub topic: usize,
     pub id: String,
     pub deliveries: i64,
     pub fields: Fields,
+    pub claim: String,
 }
 
-/// An id to commit / extend / release, with its fencing token ('' = unfenced).
+/// An id to commit / extend / release, with its fence: its claim's token, the delivery count of a claim of
+/// the previous layout (a Message without a claim), or '' (unfenced).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Held {
     pub topic: Arc<TopicKeys>,
     pub id: String,
-    pub token: String,
+    pub fence: String,
 }
 
 /// One entry of [`inspect`]; times are epoch milliseconds.
@@ -106,51 +108,117 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
     Ok(ids)
 }
 
-fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str, owner: &str) -> Cmd {
-    let mut cmd = scripts::evalsha(Id::Claim, 5 * topics.len());
+fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str, owner: &str, token: &str) -> Cmd {
+    let mut cmd = scripts::evalsha(Id::Claim, 8 * topics.len());
     for t in topics {
-        cmd.arg(&t.five()[..]);
+        cmd.arg(&t.eight()[..]);
     }
-    cmd.arg(count).arg(lease_ms).arg(moved).arg(owner);
-    for t in topics {
-        cmd.arg(&t.message_prefix);
-    }
+    cmd.arg(count).arg(lease_ms).arg(moved).arg(owner).arg(token);
     cmd
 }
 
-/// Decodes claim-5n's (and resume-3's) flat reply: `now_ms`, then per message `topic_index, id,
-/// deliveries, nfields` and its `nfields` field/value pairs.
-fn decode_claim(reply: Value, ntopics: usize) -> Result<Vec<Claimed>> {
+/// Decodes claim-8n's (and resume-6's) flat reply: `now_ms`, then per topic `topic_index, ids, n` (the ids
+/// in one space-separated string) and n (position, delivery count) pairs for the ids claimed before.
+/// Returns (topic index, id, deliveries), the bodies still to fetch.
+fn decode_claim(reply: Value, ntopics: usize) -> Result<Vec<(usize, String, i64)>> {
     let mut items = array(reply)?.into_iter();
     items.next().ok_or_else(|| Error::protocol("claim reply: no time"))?;
     let mut out = Vec::new();
     while let Some(ti) = items.next() {
-        let mut next = || {
-            items
-                .next()
-                .ok_or_else(|| Error::protocol("claim reply: a message is cut short"))
-        };
+        let mut next = || items.next().ok_or_else(|| Error::protocol("claim reply: cut short"));
         let ti = int(ti)?;
         if ti < 1 || ti as usize > ntopics {
             return Err(Error::protocol(format!("claim reply names topic {ti} of {ntopics}")));
         }
-        let id = string(next()?)?;
-        let deliveries = int(next()?)?;
-        let nfields =
-            usize::try_from(int(next()?)?).map_err(|_| Error::protocol("claim reply: negative field count"))?;
-        let mut fields = Vec::with_capacity(nfields);
-        for _ in 0..nfields {
-            let (k, v) = (string(next()?)?, string(next()?)?);
-            fields.push((k, v));
+        let ids = string(next()?)?;
+        let first = out.len();
+        out.extend(ids.split(' ').map(|id| (ti as usize - 1, id.to_string(), 1)));
+        let n = int(next()?)?;
+        for _ in 0..n {
+            let at = usize::try_from(int(next()?)?).unwrap_or(0);
+            let deliveries = int(next()?)?;
+            let entry = (at >= 1)
+                .then(|| out.get_mut(first + at - 1))
+                .flatten()
+                .ok_or_else(|| Error::protocol("claim reply: a count for no id"))?;
+            entry.2 = deliveries;
         }
-        out.push(Claimed {
-            topic: ti as usize - 1,
-            id,
-            deliveries,
-            fields,
-        });
     }
     Ok(out)
+}
+
+/// The claim's messages with their bodies, fetched in one pipeline. A message whose body is gone
+/// (committed or purged by someone else after its id was queued) is committed away, not returned.
+async fn with_bodies(
+    pool: &Pool,
+    topics: &[Arc<TopicKeys>],
+    token: &str,
+    held: Vec<(usize, String, i64)>,
+) -> Result<Vec<Claimed>> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cmds: Vec<Cmd> = held
+        .iter()
+        .map(|(ti, id, _)| {
+            let mut cmd = redis::cmd("HGETALL");
+            cmd.arg(topics[*ti].message(id));
+            cmd
+        })
+        .collect();
+    let pipes = pipelines(cmds);
+    let bodies = pool
+        .run(true, |mut conn| {
+            let pipes = &pipes;
+            async move {
+                let mut out = Vec::new();
+                for pipe in pipes {
+                    out.extend(pool.query_pipe(&mut conn, pipe).await?);
+                }
+                Ok(out)
+            }
+        })
+        .await?;
+    let mut out = Vec::with_capacity(held.len());
+    let mut ghosts = Vec::new();
+    for ((ti, id, deliveries), body) in held.into_iter().zip(bodies) {
+        let fields = pairs(body)?;
+        if fields.is_empty() {
+            ghosts.push(Held {
+                topic: topics[ti].clone(),
+                id,
+                fence: token.to_string(),
+            });
+        } else {
+            out.push(Claimed {
+                topic: ti,
+                id,
+                deliveries,
+                fields,
+                claim: token.to_string(),
+            });
+        }
+    }
+    if !ghosts.is_empty() {
+        commit(pool, &ghosts).await?;
+    }
+    Ok(out)
+}
+
+/// One claim call (no wait): the claim script, then the bodies.
+async fn claim_now(
+    pool: &Pool,
+    topics: &[Arc<TopicKeys>],
+    count: usize,
+    lease_ms: u64,
+    moved: &str,
+    owner: &str,
+) -> Result<Vec<Claimed>> {
+    let token = ids::claim_token();
+    let cmd = claim_cmd(topics, count, lease_ms, moved, owner, &token);
+    // A claim moves messages: repeating it after a drop could lease messages nobody receives.
+    let held = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+    with_bodies(pool, topics, &token, held).await
 }
 
 /// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many
@@ -164,9 +232,7 @@ pub async fn claim(
     lease_ms: u64,
     owner: &str,
 ) -> Result<Vec<Claimed>> {
-    let cmd = claim_cmd(topics, count, lease_ms, "", owner);
-    // A claim moves messages: repeating it after a drop could lease messages nobody receives.
-    let first = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+    let first = claim_now(pool, topics, count, lease_ms, "", owner).await?;
     let Some(block) = block else { return Ok(first) };
     if !first.is_empty() {
         return Ok(first);
@@ -185,10 +251,9 @@ pub async fn claim(
             .arg(timeout);
         let moved = opt_string(pool.blocking(wait, &blmove).await?)?;
         let Some(moved) = moved else { return Ok(Vec::new()) };
-        // The moved id is at the nextlog's head without a lease; claim-5n leases it first. Should this
+        // The moved id is at the nextlog's head without a lease; claim-8n takes it first. Should this
         // call fail, harvest gives the id a lease at first sight, so it is not lost.
-        let cmd = claim_cmd(topics, count, lease_ms, &moved, owner);
-        return decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, 1);
+        return claim_now(pool, topics, count, lease_ms, &moved, owner).await;
     }
     let deadline = Instant::now() + Duration::from_secs_f64(block);
     let mut pause = POLL_MIN;
@@ -199,21 +264,40 @@ pub async fn claim(
         }
         tokio::time::sleep(pause.min(deadline - now)).await;
         pause = (pause * 2).min(POLL_MAX);
-        let got = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+        let got = claim_now(pool, topics, count, lease_ms, "", owner).await?;
         if !got.is_empty() {
             return Ok(got);
         }
     }
 }
 
+/// The fence groups of a fenced script's arguments: per run of items with one fence, `fence, k` and (with
+/// `with_ids`) the k ids.
+fn push_groups(cmd: &mut Cmd, chunk: &[&Held], with_ids: bool) {
+    let mut i = 0;
+    while i < chunk.len() {
+        let fence = &chunk[i].fence;
+        let run = chunk[i..].iter().take_while(|h| &h.fence == fence).count();
+        cmd.arg(fence).arg(run);
+        if with_ids {
+            for h in &chunk[i..i + run] {
+                cmd.arg(&h.id);
+            }
+        }
+        i += run;
+    }
+}
+
 /// Groups `items` by topic into chunked calls of `script`; `build` makes one call from a topic and a chunk.
-/// Returns the ids each call reported, flattened, as (topic name, id) pairs.
+/// Returns the ids the calls accepted, in input order, each once. A call replies with the ids it accepted,
+/// or (commit-6n, `refusals`) with how many it accepted and the ids it refused.
 async fn fenced(
     pool: &Pool,
     items: &[Held],
     script: Id,
     reverse_chunks: bool,
     idempotent: bool,
+    refusals: bool,
     build: impl Fn(&TopicKeys, &[&Held]) -> Cmd,
 ) -> Result<Vec<String>> {
     if items.is_empty() {
@@ -248,10 +332,33 @@ async fn fenced(
     let mut reply_iter = replies.into_iter();
     for name in &order {
         let (_, held) = &groups[name];
+        let mut chunk_replies: Vec<Value> = Vec::new();
         for _ in held.chunks(pool.opts.chunk_size) {
-            let reply = reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?;
-            for id in array(reply)? {
-                done.insert((name.to_string(), string(id)?));
+            chunk_replies.push(reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?);
+        }
+        if reverse_chunks {
+            chunk_replies.reverse();
+        }
+        for (chunk, reply) in held.chunks(pool.opts.chunk_size).zip(chunk_replies) {
+            let mut items = array(reply)?.into_iter();
+            if refusals {
+                let accepted = int(items.next().ok_or_else(|| Error::protocol("commit reply: no count"))?)?;
+                let refused: HashSet<String> = items.map(string).collect::<Result<_>>()?;
+                let mut taken = 0;
+                for h in chunk {
+                    if !refused.contains(&h.id) && done.insert((name.to_string(), h.id.clone())) {
+                        taken += 1;
+                    }
+                }
+                if taken != accepted {
+                    return Err(Error::protocol(format!(
+                        "commit reply: {accepted} committed, but {taken} ids are not refused"
+                    )));
+                }
+            } else {
+                for id in items {
+                    done.insert((name.to_string(), string(id)?));
+                }
             }
         }
     }
@@ -265,18 +372,21 @@ async fn fenced(
     Ok(out)
 }
 
-/// Deletes messages whose claim is still current (fenced by the token); returns the ids committed.
+/// Deletes messages whose claim is still current (fenced by the claim); returns the ids committed.
 pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
     // Fenced and idempotent: repeating after a drop is safe.
-    fenced(pool, items, Id::Commit, false, true, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::Commit, 3 + chunk.len());
-        cmd.arg(&t.nextlog).arg(&t.leases).arg(&t.deliveries);
+    fenced(pool, items, Id::Commit, false, true, true, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Commit, 6 + chunk.len());
+        cmd.arg(&t.nextlog)
+            .arg(&t.leases)
+            .arg(&t.deliveries)
+            .arg(&t.claim_keys()[..]);
         for h in chunk {
             cmd.arg(t.message(&h.id));
         }
-        for h in chunk {
-            cmd.arg(&h.id).arg(&h.token);
-        }
+        // The ids are the rest of their message keys: not sent twice.
+        cmd.arg(t.message_prefix.len());
+        push_groups(&mut cmd, chunk, false);
         cmd
     })
     .await
@@ -284,12 +394,13 @@ pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
 
 /// Renews leases to `lease_ms` from now; returns the ids renewed.
 pub async fn extend(pool: &Pool, items: &[Held], lease_ms: u64) -> Result<Vec<String>> {
-    fenced(pool, items, Id::Extend, false, true, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::Extend, 2);
-        cmd.arg(&t.leases).arg(&t.deliveries).arg(lease_ms);
-        for h in chunk {
-            cmd.arg(&h.id).arg(&h.token);
-        }
+    fenced(pool, items, Id::Extend, false, true, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Extend, 5);
+        cmd.arg(&t.leases)
+            .arg(&t.deliveries)
+            .arg(&t.claim_keys()[..])
+            .arg(lease_ms);
+        push_groups(&mut cmd, chunk, true);
         cmd
     })
     .await
@@ -299,12 +410,10 @@ pub async fn extend(pool: &Pool, items: &[Held], lease_ms: u64) -> Result<Vec<St
 /// delayed ZSET until `delay_ms` from now); returns the ids released.
 pub async fn release(pool: &Pool, items: &[Held], delay_ms: u64) -> Result<Vec<String>> {
     // Each chunk lands in front of the previous one, so the last chunk is sent first.
-    fenced(pool, items, Id::Release, true, true, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::Release, 5);
-        cmd.arg(&t.five()[..]).arg(delay_ms);
-        for h in chunk {
-            cmd.arg(&h.id).arg(&h.token);
-        }
+    fenced(pool, items, Id::Release, true, true, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::Release, 8);
+        cmd.arg(&t.eight()[..]).arg(delay_ms);
+        push_groups(&mut cmd, chunk, true);
         cmd
     })
     .await
@@ -313,57 +422,59 @@ pub async fn release(pool: &Pool, items: &[Held], delay_ms: u64) -> Result<Vec<S
 /// Moves held messages of one topic to the backlog of `dead`, recording `error`; returns the ids moved.
 pub async fn dead_letter(pool: &Pool, items: &[Held], dead: &TopicKeys, error: &str) -> Result<Vec<String>> {
     // Not repeated after a drop: a repeat would move nothing and report nothing moved.
-    fenced(pool, items, Id::DeadLetter, false, false, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::DeadLetter, 5 + 2 * chunk.len());
+    fenced(pool, items, Id::DeadLetter, false, false, false, |t, chunk| {
+        let mut cmd = scripts::evalsha(Id::DeadLetter, 8 + 2 * chunk.len());
         cmd.arg(&t.nextlog)
             .arg(&t.leases)
             .arg(&t.deliveries)
             .arg(&dead.backlog)
-            .arg(&dead.deliveries);
+            .arg(&dead.deliveries)
+            .arg(&t.claim_keys()[..]);
         for h in chunk {
             cmd.arg(t.message(&h.id)).arg(dead.message(&h.id));
         }
         cmd.arg(error);
-        for h in chunk {
-            cmd.arg(&h.id).arg(&h.token);
-        }
+        push_groups(&mut cmd, chunk, true);
         cmd
     })
     .await
 }
 
-/// Claims again, in place, the nextlog ids that `owner` still holds (its processing list).
-pub async fn resume(pool: &Pool, topic: &TopicKeys, owner: &str, lease_ms: u64) -> Result<Vec<Claimed>> {
-    let mut cmd = scripts::evalsha(Id::Resume, 3);
+/// Claims again, under a new token, what `owner` still holds (its processing list).
+pub async fn resume(pool: &Pool, topic: &Arc<TopicKeys>, owner: &str, lease_ms: u64) -> Result<Vec<Claimed>> {
+    let token = ids::claim_token();
+    let mut cmd = scripts::evalsha(Id::Resume, 6);
     cmd.arg(&topic.nextlog)
         .arg(&topic.leases)
         .arg(&topic.deliveries)
+        .arg(&topic.claim_keys()[..])
         .arg(owner)
         .arg(lease_ms)
-        .arg(&topic.message_prefix);
-    // Not repeated after a drop: the first attempt may have bumped the tokens.
-    decode_claim(eval_one(pool, false, Id::Resume, &cmd).await?, 1)
+        .arg(&token);
+    // Not repeated after a drop: the first attempt may have ended the previous claims.
+    let held = decode_claim(eval_one(pool, false, Id::Resume, &cmd).await?, 1)?;
+    with_bodies(pool, std::slice::from_ref(topic), &token, held).await
 }
 
 /// Requeues expired claims (or, with `all`, every claim); returns their ids.
 pub async fn harvest(pool: &Pool, topic: &TopicKeys, all: bool, lease_ms: u64) -> Result<Vec<String>> {
     if all {
-        let mut cmd = scripts::evalsha(Id::HarvestAll, 4);
-        cmd.arg(&topic.topic_keys()[..]);
+        let mut cmd = scripts::evalsha(Id::HarvestAll, 7);
+        cmd.arg(&topic.topic_keys()[..]).arg(&topic.claim_keys()[..]);
         return array(eval_one(pool, false, Id::HarvestAll, &cmd).await?)?
             .into_iter()
             .map(string)
             .collect();
     }
-    let mut cmd = scripts::evalsha(Id::Harvest, 5);
-    cmd.arg(&topic.five()[..]).arg(lease_ms).arg(STEP_LIMIT);
+    let mut cmd = scripts::evalsha(Id::Harvest, 8);
+    cmd.arg(&topic.eight()[..]).arg(lease_ms).arg(STEP_LIMIT);
     let mut out = Vec::new();
     for _ in 0..MAX_STEPS {
         let [requeued, handled] = take::<2>(eval_one(pool, false, Id::Harvest, &cmd).await?, "harvest reply")?;
         for id in array(requeued)? {
             out.push(string(id)?);
         }
-        if int(handled)? != STEP_LIMIT as i64 {
+        if int(handled)? < STEP_LIMIT as i64 {
             break;
         }
     }
@@ -389,10 +500,12 @@ pub async fn inspect(
     start: usize,
     count: usize,
 ) -> Result<Vec<InspectEntry>> {
-    let mut cmd = scripts::evalsha(Id::Inspect, 3);
+    let mut cmd = scripts::evalsha(Id::Inspect, 5);
     cmd.arg(topic.list(queue))
         .arg(&topic.leases)
         .arg(&topic.deliveries)
+        .arg(&topic.claims)
+        .arg(&topic.claim_leases)
         .arg(start)
         .arg(count)
         .arg(&topic.message_prefix);
@@ -416,8 +529,8 @@ pub async fn inspect(
 }
 
 pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
-    let mut cmd = scripts::evalsha(Id::Stats, 5);
-    cmd.arg(&topic.five()[..]);
+    let mut cmd = scripts::evalsha(Id::Stats, 8);
+    cmd.arg(&topic.eight()[..]);
     let [now, backlog, nextlog, leased, expired, oldest_b, oldest_n, delayed] =
         take::<8>(eval_one(pool, true, Id::Stats, &cmd).await?, "stats reply")?;
     let now_s = int(now)? as f64 / 1000.0;
@@ -439,10 +552,11 @@ pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
 
 /// Deletes every message of one list; returns how many.
 pub async fn purge(pool: &Pool, topic: &TopicKeys, queue: Queue) -> Result<i64> {
-    let mut cmd = scripts::evalsha(Id::Purge, 3);
+    let mut cmd = scripts::evalsha(Id::Purge, 6);
     cmd.arg(topic.list(queue))
         .arg(&topic.leases)
         .arg(&topic.deliveries)
+        .arg(&topic.claim_keys()[..])
         .arg(&topic.message_prefix)
         .arg(STEP_LIMIT);
     let mut total = 0;
@@ -485,70 +599,77 @@ mod tests {
     #[test]
     fn claim_command_layout() {
         let topics = vec![Arc::new(TopicKeys::new("a")), Arc::new(TopicKeys::new("b"))];
-        let args = packed(&claim_cmd(&topics, 10, 30_000, "", "w1"));
+        let args = packed(&claim_cmd(&topics, 10, 30_000, "", "w1", "ctoken"));
         assert_eq!(args[0], "EVALSHA");
         assert_eq!(args[1], Id::Claim.script().sha);
-        assert_eq!(args[2], "10");
+        assert_eq!(args[2], "16");
         assert_eq!(
-            &args[3..8],
+            &args[3..11],
             [
                 "rfq:a:backlog",
                 "rfq:a:nextlog",
                 "rfq:a:leases",
                 "rfq:a:deliveries",
-                "rfq:a:delayed"
+                "rfq:a:delayed",
+                "rfq:a:claims",
+                "rfq:a:claim_leases",
+                "rfq:a:inflight"
             ]
         );
-        assert_eq!(
-            &args[13..],
-            ["10", "30000", "", "w1", "rfq:a:message:", "rfq:b:message:"]
-        );
+        assert_eq!(args[11], "rfq:b:backlog");
+        assert_eq!(&args[19..], ["10", "30000", "", "w1", "ctoken"]);
     }
 
     #[test]
     fn claim_reply_decoding() {
         let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        // topic 2: two ids, the second claimed before (delivery 3); topic 1: one id
         let reply = Value::Array(vec![
             Value::Int(1),
             Value::Int(2),
-            b("id1"),
+            b("id1 id2"),
+            Value::Int(1),
+            Value::Int(2),
             Value::Int(3),
             Value::Int(1),
-            b("k"),
-            b("v"),
-            Value::Int(1),
-            b("id2"),
-            Value::Int(1),
+            b("id3"),
             Value::Int(0),
         ]);
         let got = decode_claim(reply, 2).unwrap();
         assert_eq!(
             got,
-            vec![
-                Claimed {
-                    topic: 1,
-                    id: "id1".into(),
-                    deliveries: 3,
-                    fields: vec![("k".into(), "v".into())]
-                },
-                Claimed {
-                    topic: 0,
-                    id: "id2".into(),
-                    deliveries: 1,
-                    fields: vec![]
-                }
-            ]
+            vec![(1, "id1".into(), 1), (1, "id2".into(), 3), (0, "id3".into(), 1)]
         );
-        let bad_topic = Value::Array(vec![Value::Int(1), Value::Int(3), b("x"), Value::Int(1), Value::Int(0)]);
+        let bad_topic = Value::Array(vec![Value::Int(1), Value::Int(3), b("x"), Value::Int(0)]);
         assert!(decode_claim(bad_topic, 2).is_err());
-        let cut_short = Value::Array(vec![
+        let cut_short = Value::Array(vec![Value::Int(1), Value::Int(1), b("x"), Value::Int(1), Value::Int(1)]);
+        assert!(decode_claim(cut_short, 2).is_err());
+        let no_such_id = Value::Array(vec![
             Value::Int(1),
             Value::Int(1),
             b("x"),
             Value::Int(1),
-            Value::Int(1),
-            b("k"),
+            Value::Int(2),
+            Value::Int(2),
         ]);
-        assert!(decode_claim(cut_short, 2).is_err());
+        assert!(decode_claim(no_such_id, 2).is_err());
+    }
+
+    #[test]
+    fn fence_groups() {
+        let t = Arc::new(TopicKeys::new("a"));
+        let held = |id: &str, fence: &str| Held {
+            topic: t.clone(),
+            id: id.into(),
+            fence: fence.into(),
+        };
+        let items = [held("1", "c1"), held("2", "c1"), held("3", ""), held("4", "c1")];
+        let refs: Vec<&Held> = items.iter().collect();
+        let mut cmd = redis::cmd("X");
+        push_groups(&mut cmd, &refs, true);
+        assert_eq!(packed(&cmd)[1..], ["c1", "2", "1", "2", "", "1", "3", "c1", "1", "4"]);
+        let mut cmd = redis::cmd("X");
+        push_groups(&mut cmd, &refs, false);
+        assert_eq!(packed(&cmd)[1..], ["c1", "2", "", "1", "c1", "1"]);
     }
 }

@@ -41,30 +41,34 @@ def test_claim_leaves_lease_and_delivery_count(client, r):
     t = client.topic('jobs')
     ids = t.publish_batch([{'n': '0'}, {'n': '1'}])
     before_ms = _redis_ms(r)
-    t.claim(count=2, lease=30)
+    got = t.claim(count=2, lease=30)
     after_ms = _redis_ms(r)
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == ids[::-1]  # newest claim at the head, as BRPOPLPUSH does
     assert r.llen('rfq:jobs:backlog') == 0
-    for msg_id in ids:
-        deadline = r.zscore('rfq:jobs:leases', msg_id)
-        assert before_ms + 30_000 <= deadline <= after_ms + 30_000
-        # the message's record: '<count> <claimed_at_ms>'
-        count, claimed_at = r.hget('rfq:jobs:deliveries', msg_id).split(' ')
-        assert count == '1' and before_ms <= int(claimed_at) <= after_ms
+    # One record and one lease for the whole claim, no per-message record on a first claim.
+    claim = got[0].claim
+    assert claim and all(m.claim == claim for m in got)
+    assert r.hkeys('rfq:jobs:claims') == [claim]
+    claimed_at, owner, *held = r.hget('rfq:jobs:claims', claim).split(' ')
+    assert before_ms <= int(claimed_at) <= after_ms and owner == '-' and held == ids
+    assert before_ms + 30_000 <= r.zscore('rfq:jobs:claim_leases', claim) <= after_ms + 30_000
+    assert r.smembers('rfq:jobs:inflight') == set(ids)
+    assert not r.exists('rfq:jobs:deliveries', 'rfq:jobs:leases')
 
 
 def test_large_claim_writes_only_its_records_and_leases(client, r):
     t = client.topic('jobs')
     ids = t.publish_batch([{'n': str(i)} for i in range(301)])
     [first] = t.claim(lease=30)
-    assert t.release([first]) == [first.id]  # a small deliveries hash exists before the large round
+    assert t.release([first]) == [first.id]  # the released message's record counts its ended claim
+    assert r.hgetall('rfq:jobs:deliveries') == {first.id: '1'}
     got = t.claim(count=300, lease=30)
     assert [m.id for m in got] == ids[:300] and [m.deliveries for m in got] == [2] + [1] * 299
-    records = r.hgetall('rfq:jobs:deliveries')
-    assert sorted(records) == sorted(ids[:300])
-    assert {v.split(' ')[0] for k, v in records.items() if k != first.id} == {'1'}
-    assert records[first.id].split(' ')[0] == '2'
-    assert sorted(r.zrange('rfq:jobs:leases', 0, -1)) == sorted(ids[:300])
+    assert r.hgetall('rfq:jobs:deliveries') == {first.id: '1'}  # a claim writes no per-message record
+    claim = got[0].claim
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == ids[:300]
+    assert r.hget('rfq:jobs:claims', claim + ':d') == first.id  # the ids of the claim with a record
+    assert r.zrange('rfq:jobs:claim_leases', 0, -1) == [claim] and r.scard('rfq:jobs:inflight') == 300
     assert t.commit(got) == ids[:300]
     assert t.commit(t.claim()) == [ids[300]]
     assert r.dbsize() == 0
@@ -96,10 +100,11 @@ def test_blocking_claim_woken_by_publish(client, r):
     assert bodies(got) == ['late']
     assert got[0].deliveries == 1
     assert 0.2 <= elapsed < 3.0
-    # It was leased by the claim script after the BLMOVE, not left unleased in the nextlog.
+    # It was claimed by the claim script after the BLMOVE, not left unleased in the nextlog.
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [got[0].id]
-    assert r.zscore('rfq:jobs:leases', got[0].id) is not None
-    assert r.hget('rfq:jobs:deliveries', got[0].id).split(' ')[0] == '1'
+    assert r.hget('rfq:jobs:claims', got[0].claim).split(' ')[2:] == [got[0].id]
+    assert r.zscore('rfq:jobs:claim_leases', got[0].claim) is not None
+    assert r.smembers('rfq:jobs:inflight') == {got[0].id}
 
 
 def test_blocking_claim_takes_up_to_count(client):

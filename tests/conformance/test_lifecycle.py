@@ -36,8 +36,10 @@ def test_commit_out_of_claim_order_leaves_the_rest_in_order(client, r):
     # the two oldest claims in claim order, then two out of order
     assert t.commit([got[0], got[1], got[4], got[2]]) == [got[0].id, got[1].id, got[4].id, got[2].id]
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [got[5].id, got[3].id]
-    assert sorted(r.hkeys('rfq:jobs:deliveries')) == sorted([got[3].id, got[5].id])
-    assert sorted(r.zrange('rfq:jobs:leases', 0, -1)) == sorted([got[3].id, got[5].id])
+    claim = got[0].claim  # the claim still holds the two others, in claim order, under its lease
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == [got[3].id, got[5].id]
+    assert r.zrange('rfq:jobs:claim_leases', 0, -1) == [claim]
+    assert r.smembers('rfq:jobs:inflight') == {got[3].id, got[5].id}
     assert t.commit([got[5], got[3]]) == [got[5].id, got[3].id]
     assert r.dbsize() == 0
 
@@ -126,8 +128,10 @@ def test_fenced_commit_after_lease_takeover(client, r):
     assert t.commit([old]) == []
     assert t.peek(msg_id) == {'n': '0'}
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [msg_id]
-    assert r.zscore('rfq:jobs:leases', msg_id) is not None
-    assert r.hget('rfq:jobs:deliveries', msg_id).split(' ')[0] == '2'
+    assert r.hget('rfq:jobs:claims', new.claim + ':d') == msg_id  # its ids claimed before
+    assert r.hget('rfq:jobs:claims', new.claim).split(' ')[2:] == [msg_id]
+    assert r.zscore('rfq:jobs:claim_leases', new.claim) is not None
+    assert r.hget('rfq:jobs:deliveries', msg_id) == '1'  # one claim ended without a commit
     assert t.extend([old]) == []
     assert t.release([old]) == []
     assert t.commit([new]) == [msg_id]
@@ -163,7 +167,7 @@ def test_extend_sets_deadline_from_now(client, r):
     assert t.extend([msg.id], lease=120) == [msg.id]  # a bare id extends without fencing
     sec, usec = r.time()
     now_ms = int(sec) * 1000 + int(usec) // 1000
-    assert 110_000 < r.zscore('rfq:jobs:leases', msg.id) - now_ms <= 120_000
+    assert 110_000 < r.zscore('rfq:jobs:claim_leases', msg.claim) - now_ms <= 120_000
     assert t.extend([], lease=5) == []
 
 
@@ -246,7 +250,8 @@ def test_harvest_drops_side_entries_of_ids_committed_elsewhere(client, r):
 
 def test_fenced_commit_checks_a_first_sight_lease(client, r):
     """A count without a claim (released, then taken by a plain rfq consumer and leased by harvest at first sight):
-    the commit is accepted as before, while the id is leased and its count is the token."""
+    a commit fenced by the delivery count is accepted while the id is leased and its count is the token; the
+    released claim's own commit is refused."""
     t = client.topic('jobs')
     msg_id = t.publish({'n': '0'})
     [msg] = t.claim(lease=30)
@@ -257,7 +262,8 @@ def test_fenced_commit_checks_a_first_sight_lease(client, r):
     assert t.commit([stale]) == []  # not leased yet
     assert t.harvest(lease=30) == []
     assert t.commit([stale]) == []  # leased, but the count is 1
-    assert t.commit([msg]) == [msg_id]
+    assert t.commit([msg]) == []  # its claim was released
+    assert t.commit([ferroq.Message(msg_id, 'jobs', {'n': '0'}, 1)]) == [msg_id]
     assert r.dbsize() == 0
 
 

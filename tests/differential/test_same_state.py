@@ -93,8 +93,24 @@ def normalize(value: Any, index: dict[str, str]) -> Any:
     return containers(value, index, normalize)
 
 
+def _claim_names(raw: redis.Redis, index: dict[str, str]) -> dict[str, str]:
+    """Claim tokens are random: each is named after the first id its claim holds, the same in every run."""
+    names: dict[str, str] = {}
+    for key in raw.scan_iter(match='rfq:*:claims', count=1000):
+        for token, record in raw.hgetall(key).items():
+            if ':' not in token:
+                names[token] = f'<claim of {normalize(record.split(" ")[2], index)}>'
+    return names
+
+
 def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     """Every key of the DB: type and content, normalised."""
+    claims = _claim_names(raw, index)
+
+    def claim(text: str) -> str:
+        name = claims.get(text.removesuffix(':d'))
+        return text if name is None else name + text[len(text.removesuffix(':d')) :]
+
     state: dict[str, Any] = {}
     for key in raw.scan_iter(count=1000):
         kind = raw.type(key)
@@ -105,8 +121,12 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
             content = raw.hgetall(key)
             if key.endswith(':deliveries'):
                 content = {k: re.sub(r'^(\d+) \d+', r'\1 <time>', v) for k, v in content.items()}
+            if key.endswith(':claims'):  # '<claimed_at_ms> <owner> <ids>' under a random token
+                content = {claim(k): re.sub(r'^\d+ ', '<time> ', v) for k, v in content.items()}
         elif kind == 'zset':
-            content = raw.zrange(key, 0, -1)  # lease deadlines: presence only (sorted once normalised)
+            content = [claim(m) for m in raw.zrange(key, 0, -1)]  # lease deadlines: presence only
+        elif kind == 'set':
+            content = sorted(normalize(m, index) for m in raw.smembers(key))
         elif kind == 'string':
             content = raw.get(key)
         else:

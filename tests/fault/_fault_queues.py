@@ -80,12 +80,13 @@ class Target:
         return dict(group)
 
     def leftover(self, r: Any) -> int:
-        """What is left after the drain: every key of an rfq topic (message hashes, lists, leases); for a group
-        what is waiting (the entries themselves stay in the stream: it is a log)."""
+        """What is left after the drain: every key of an rfq topic (message hashes, lists, claims, in-flight
+        ids, leases); for a group what is waiting (the entries themselves stay in the stream: it is a log)."""
         if self.group is not None:
             return self.waiting(r)
         hashes = sum(1 for _ in r.scan_iter(match=f'rfq:{self.name}:message:*', count=1000))
-        return hashes + self.waiting(r) + int(r.zcard(f'rfq:{self.name}:leases'))
+        side = int(r.hlen(f'rfq:{self.name}:claims')) + int(r.scard(f'rfq:{self.name}:inflight'))
+        return hashes + self.waiting(r) + side + int(r.zcard(f'rfq:{self.name}:leases'))
 
     def entry_keys(self, r: Any) -> Counter[str]:
         """How many times each producer key is in the stream."""

@@ -91,7 +91,7 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
         msgs = t.claim(count=BATCH, lease=60.0)
         procs.record('claim', t0=t0, msgs=[delivery(m) for m in msgs])
         assert len(msgs) == BATCH
-        proxy.arm(fault, _script_sha('rfq/commit-3n'))
+        proxy.arm(fault, _script_sha('rfq/commit-6n'))
         t0 = time.monotonic()
         done = t.commit(msgs)
         procs.record('commit', t0=t0, ids=[m.id for m in msgs], done=list(done))
@@ -104,7 +104,7 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
         if fault == 'drop-request':
             assert sorted(done) == sorted(ids)
         assert t.claim(count=BATCH) == [] and pending(r, topic) == 0
-        assert r.zcard(f'rfq:{topic}:leases') == 0
+        assert not r.exists(f'rfq:{topic}:leases', f'rfq:{topic}:claims', f'rfq:{topic}:inflight')
     finally:
         client.close()
     counts = procs.drained(r, server.url, topic, 60.0)

@@ -171,7 +171,7 @@ def test_rfq_commit_of_ferroq_claim_then_ferroq_commit_cleans_side_keys(client, 
     t.publish({'n': '0'})
     [msg] = t.claim(lease=30)
     rfq({'op': 'done', 'topic': 'jobs', 'ids': [msg.id]})
-    assert set(r.keys('*')) == {'rfq:jobs:leases', 'rfq:jobs:deliveries'}
+    assert set(r.keys('*')) == {'rfq:jobs:claims', 'rfq:jobs:claim_leases', 'rfq:jobs:inflight'}
     assert t.commit([msg]) == [msg.id]
     assert r.dbsize() == 0
 

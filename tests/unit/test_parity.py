@@ -34,16 +34,18 @@ def test_native_and_python_load_the_same_scripts():
     hashes = protocol.script_hashes()
     assert native.script_hashes() == hashes
     assert {name for name in hashes if name.startswith('rfq/')} >= {
-        'rfq/claim-5n',
-        'rfq/commit-3n',
-        'rfq/extend-2',
-        'rfq/harvest-5',
-        'rfq/harvest_all-4',
-        'rfq/inspect-3',
+        'rfq/claim-8n',
+        'rfq/commit-6n',
+        'rfq/dead_letter-8n',
+        'rfq/extend-5',
+        'rfq/harvest-8',
+        'rfq/harvest_all-7',
+        'rfq/inspect-5',
         'rfq/publish-2n',
-        'rfq/purge-3',
-        'rfq/release-5',
-        'rfq/stats-5',
+        'rfq/purge-6',
+        'rfq/release-8',
+        'rfq/resume-6',
+        'rfq/stats-8',
     }
     assert {name for name in hashes if name.startswith('rsmq/')} == {
         'rsmq/attributes-2',
@@ -70,7 +72,13 @@ def test_installed_scripts_match_the_source_tree():
 
 @pytest.mark.parametrize('topic', ['a', 'jobs', 'ndvi.T32UNE_2024-01', 'x' * 128])
 def test_native_keys_match_protocol_keys(topic):
-    assert native.rfq_keys(topic) == [*keys.rfq_topic_keys(topic), keys.rfq_message_prefix(topic)]
+    assert native.rfq_keys(topic) == [
+        *keys.rfq_topic_keys(topic),
+        keys.rfq_message_prefix(topic),
+        keys.rfq_claims(topic),
+        keys.rfq_claim_leases(topic),
+        keys.rfq_inflight(topic),
+    ]
     assert keys.rfq_topic_keys(topic) == [
         f'rfq:{topic}:backlog',
         f'rfq:{topic}:nextlog',

@@ -84,21 +84,24 @@ def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, sha: str, b
 def ferroq_claim_commit_stream(
     topic: str, ids: Sequence[str], claim_sha: str, commit_sha: str, batch: int = 1000
 ) -> bytes:
-    """ferroq's own claim+commit: EVALSHA claim(count=batch), then EVALSHA commit of those ids with token 1.
+    """ferroq's own claim+commit: EVALSHA claim(count=batch), HGETALL of each body (what the clients fetch after a
+    claim), then EVALSHA commit of the whole claim, fenced by its token.
 
-    Token 1 is the delivery count of a first claim, so every commit is accepted, as the clients' are.
+    The ids come out in publish order, so each batch's claim is known beforehand; its token is made here.
     """
     backlog, nextlog, prefix = rfq_keys(topic)
-    leases, deliveries, delayed = (f'rfq:{topic}:{k}' for k in ('leases', 'deliveries', 'delayed'))
-    claim_keys = (backlog, nextlog, leases, deliveries, delayed)
+    side = [f'rfq:{topic}:{k}' for k in ('leases', 'deliveries', 'delayed', 'claims', 'claim_leases', 'inflight')]
+    leases, deliveries, _, claims, claim_leases, inflight = side
     out = []
-    for s in range(0, len(ids), batch):
+    for n, s in enumerate(range(0, len(ids), batch)):
         chunk = ids[s : s + batch]
-        # claim-5n: count, lease ms, no id moved by a blocking claim, no owner, the message key prefix
-        out.append(resp('EVALSHA', claim_sha, 5, *claim_keys, len(chunk), 300_000, '', '', prefix))
+        token = f'bench{n:011d}'
+        # claim-8n: count, lease ms, no id moved by a blocking claim, no owner, the claim's token
+        out.append(resp('EVALSHA', claim_sha, 8, backlog, nextlog, *side, len(chunk), 300_000, '', '', token))
+        out += [resp('HGETALL', prefix + i) for i in chunk]
         keys = [prefix + i for i in chunk]
-        tokens = [a for i in chunk for a in (i, '1')]
-        out.append(resp('EVALSHA', commit_sha, 3 + len(chunk), nextlog, leases, deliveries, *keys, *tokens))
+        commit_keys = (nextlog, leases, deliveries, claims, claim_leases, inflight, *keys)
+        out.append(resp('EVALSHA', commit_sha, len(commit_keys), *commit_keys, len(prefix), token, len(chunk)))
     return b''.join(out)
 
 
@@ -157,7 +160,7 @@ CEILINGS = (
         'rfq',
         'ferroq publish',
         'ferroq claim+commit',
-        ('EVALSHA publish, 1000 per call', 'EVALSHA claim(1000) + commit(1000)'),
+        ('EVALSHA publish, 1000 per call', 'EVALSHA claim(1000), HGETALL per message, EVALSHA commit(1000)'),
     ),
     Ceiling(
         'rsmq',
@@ -229,7 +232,7 @@ def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[by
         from ferroq.protocol import script_source
 
         ids = rfq_ids(n)
-        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-2n', 'claim-5n', 'commit-3n')]
+        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-2n', 'claim-8n', 'commit-6n')]
         claim_commit = ferroq_claim_commit_stream(name, ids, shas[1], shas[2])
         return ferroq_publish_stream(name, ids, body, shas[0]), lambda: None, claim_commit
     if c.family == 'rfq':

@@ -50,6 +50,23 @@ def rfq_delayed(topic: str) -> str:
     return f'{RFQ_PREFIX}{topic}:delayed'
 
 
+def rfq_claims(topic: str) -> str:
+    """ferroq side key, a HASH: ``<claim>`` -> ``<claimed_at_ms> <owner or -> <id> <id> ...`` (the open ids of one
+    claim, in claim order) and ``<claim>:d`` -> those of its ids claimed before (see docs/protocol.md)."""
+    return f'{RFQ_PREFIX}{topic}:claims'
+
+
+def rfq_claim_leases(topic: str) -> str:
+    """ferroq side key, a ZSET: ``<claim>`` -> the claim's lease deadline in epoch ms (Redis TIME)."""
+    return f'{RFQ_PREFIX}{topic}:claim_leases'
+
+
+def rfq_inflight(topic: str) -> str:
+    """ferroq side key, a SET of the ids held by open claims: how a claim finds an id that rfq's blind harvest
+    requeued while a claim still held it."""
+    return f'{RFQ_PREFIX}{topic}:inflight'
+
+
 def rfq_published(topic: str, token: str) -> str:
     """ferroq side key, a STRING: the record that one publish chunk (named by its token) was written, with the
     number of messages it wrote; expires after the call's ``dedup_ttl``."""

@@ -373,11 +373,16 @@ def check_id(msg_id: object) -> str:
 
 
 class Ref(NamedTuple):
-    """A message to commit, extend or release: topic, id and fencing token ('' for a bare id)."""
+    """A message to commit, extend or release: topic, id and fence (its claim's token; the delivery count of a
+    Message without one, a claim of the previous layout; '' for a bare id)."""
 
     topic: str
     id: str
-    token: str
+    fence: str
+
+
+def _fence(msg: Message) -> str:
+    return msg.claim or str(msg.deliveries)
 
 
 def check_refs(messages: object, topic: str) -> list[Ref]:
@@ -387,7 +392,7 @@ def check_refs(messages: object, topic: str) -> list[Ref]:
         if isinstance(item, Message):
             if item.topic != topic:
                 raise InvalidArgument(f'message {item.id!r} was claimed from topic {item.topic!r}, not {topic!r}')
-            refs.append(Ref(topic, check_id(item.id), str(item.deliveries)))
+            refs.append(Ref(topic, check_id(item.id), _fence(item)))
         else:
             refs.append(Ref(topic, check_id(item), ''))
     return refs
@@ -399,7 +404,7 @@ def check_messages(messages: object) -> list[Ref]:
     for item in _iterable(messages, 'messages'):
         if not isinstance(item, Message):
             raise InvalidArgument(f'expected a Message, got {type(item).__name__} (use Topic methods for bare ids)')
-        refs.append(Ref(check_topic(item.topic), check_id(item.id), str(item.deliveries)))
+        refs.append(Ref(check_topic(item.topic), check_id(item.id), _fence(item)))
     return refs
 
 
@@ -448,6 +453,14 @@ def check_topics(topics: object) -> list[str]:
 _node: tuple[int, int] = (0, 0)  # (pid, node)
 
 
+_CLAIM_CHARS = '0123456789abcdefghijklmnopqrstuvwxyz'
+
+
+def new_claim_token() -> str:
+    """A claim's token: a letter (so a script never reads it as a delivery count) and 15 random base-36 digits."""
+    return random.choice(_CLAIM_CHARS[10:]) + ''.join(random.choices(_CLAIM_CHARS, k=15))
+
+
 def new_id() -> str:
     """A new rfq id: uuid1 hex with a random multicast node, one per process (as rfq 1.2+)."""
     global _node
@@ -468,6 +481,9 @@ class TopicKeys(NamedTuple):
     deliveries: str
     delayed: str
     prefix: str
+    claims: str
+    claim_leases: str
+    inflight: str
 
     @property
     def four(self) -> list[str]:
@@ -476,14 +492,35 @@ class TopicKeys(NamedTuple):
 
     @property
     def five(self) -> list[str]:
-        """The four topic keys and the delayed ZSET: what claim, release, harvest and stats take."""
+        """The four topic keys and the delayed ZSET."""
         return [*self.four, self.delayed]
+
+    @property
+    def claim_keys(self) -> list[str]:
+        """The claims HASH, the claims' leases and the in-flight SET."""
+        return [self.claims, self.claim_leases, self.inflight]
+
+    @property
+    def eight(self) -> list[str]:
+        """Every side key: what claim, release, harvest and stats take."""
+        return [*self.five, *self.claim_keys]
 
 
 def topic_keys(name: str) -> TopicKeys:
     """The keys of a topic (``name`` must be valid already)."""
     backlog, nextlog, leases, deliveries = keys.rfq_topic_keys(name)
-    return TopicKeys(name, backlog, nextlog, leases, deliveries, keys.rfq_delayed(name), keys.rfq_message_prefix(name))
+    return TopicKeys(
+        name,
+        backlog,
+        nextlog,
+        leases,
+        deliveries,
+        keys.rfq_delayed(name),
+        keys.rfq_message_prefix(name),
+        keys.rfq_claims(name),
+        keys.rfq_claim_leases(name),
+        keys.rfq_inflight(name),
+    )
 
 
 def _eval(script: str, script_keys: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
@@ -795,37 +832,57 @@ def _claim(
 def _claim_now(
     ctx: Settings, topics: list[TopicKeys], count: int, lease_ms: int, moved: str, owner: str
 ) -> Plan[list[Message]]:
-    script_keys = [k for t in topics for k in t.five]
-    args = [str(count), str(lease_ms), moved, owner, *(t.prefix for t in topics)]
-    reply = yield from script(ctx, 'rfq/claim-5n', script_keys, args)
-    return _claimed(ctx, 'rfq/claim-5n', topics, reply)
+    token = new_claim_token()
+    script_keys = [k for t in topics for k in t.eight]
+    reply = yield from script(ctx, 'rfq/claim-8n', script_keys, [str(count), str(lease_ms), moved, owner, token])
+    return (yield from _with_bodies(ctx, 'rfq/claim-8n', topics, token, reply))
 
 
-def _claimed(ctx: Settings, name: str, topics: list[TopicKeys], reply: Any) -> list[Message]:
-    """The messages of a claim-5n (or resume-3) reply: ``now_ms``, then per message ``topic_index, id,
-    deliveries, nfields`` and its ``nfields`` field/value pairs."""
+def _with_bodies(ctx: Settings, name: str, topics: list[TopicKeys], token: str, reply: Any) -> Plan[list[Message]]:
+    """The messages of a claim-8n (or resume-6) reply, ``now_ms``, then per topic ``topic_index, ids, n`` and
+    n (position, delivery count) pairs, with their bodies fetched in one pipeline. A message whose body is
+    gone (committed or purged by someone else after its id was queued) is committed away, not returned."""
     try:
+        held: list[tuple[TopicKeys, str, int]] = []
         items = iter(reply)
         next(items)  # now_ms
-        out = []
         for ti in items:
-            msg_id, deliveries, nfields = next(items), int(next(items)), int(next(items))
             if int(ti) < 1:
                 raise IndexError
-            pairs = itertools.islice(items, 2 * nfields)
-            out.append(Message(msg_id, topics[int(ti) - 1].name, dict(zip(pairs, pairs)), deliveries))
-        return out
+            topic, ids, n = topics[int(ti) - 1], str(next(items)).split(' '), int(next(items))
+            counts = [1] * len(ids)
+            for _ in range(n):
+                at = int(next(items))
+                counts[at - 1] = int(next(items))
+            held += [(topic, i, d) for i, d in zip(ids, counts)]
     except (TypeError, ValueError, IndexError, StopIteration):
         raise reply_error(ctx, name, reply) from None
+    if not held:
+        return []
+    bodies = yield from send(ctx, [('HGETALL', t.prefix + i) for t, i, _ in held], retry_drop=True)
+    out, ghosts = [], []
+    for (topic, msg_id, deliveries), body in zip(held, bodies):
+        if isinstance(body, list):
+            body = _pairs(body)
+        if not isinstance(body, dict):
+            raise reply_error(ctx, 'HGETALL', body)
+        if body:
+            out.append(Message(msg_id, topic.name, body, deliveries, token))
+        else:
+            ghosts.append(Ref(topic.name, msg_id, token))
+    if ghosts:
+        yield from _fenced(ctx, 'commit', ghosts, 0)
+    return out
 
 
 def resume(ctx: Settings, topic: TopicKeys, owner: str, lease: float) -> Plan[list[Message]]:
     """Topic.resume: claim again, in place, what ``owner`` still holds."""
     name = check_owner(owner, required=True)
     lease_ms = check_lease(lease)
-    args = [name, str(lease_ms), topic.prefix]
-    reply = yield from script(ctx, 'rfq/resume-3', [topic.nextlog, topic.leases, topic.deliveries], args)
-    return _claimed(ctx, 'rfq/resume-3', [topic], reply)
+    token = new_claim_token()
+    script_keys = [topic.nextlog, topic.leases, topic.deliveries, *topic.claim_keys]
+    reply = yield from script(ctx, 'rfq/resume-6', script_keys, [name, str(lease_ms), token])
+    return (yield from _with_bodies(ctx, 'rfq/resume-6', [topic], token, reply))
 
 
 def _pairs(flat: list[T]) -> dict[T, T]:
@@ -893,23 +950,7 @@ def _fenced(
         if op == 'release':  # each chunk goes to the consume end: the last chunk first keeps input order
             chunks.reverse()
         first = len(calls)
-        for chunk in chunks:
-            pairs = [s for ref in chunk for s in (ref.id, ref.token)]
-            if op == 'commit':
-                calls.append(
-                    _eval(
-                        'rfq/commit-3n', [t.nextlog, t.leases, t.deliveries, *(t.prefix + r.id for r in chunk)], pairs
-                    )
-                )
-            elif op == 'extend':
-                calls.append(_eval('rfq/extend-2', [t.leases, t.deliveries], [str(ms), *pairs]))
-            elif op == 'release':
-                calls.append(_eval('rfq/release-5', t.five, [str(ms), *pairs]))
-            else:
-                assert dead is not None
-                moved = [k for r in chunk for k in (t.prefix + r.id, dead.prefix + r.id)]
-                script_keys = [t.nextlog, t.leases, t.deliveries, dead.backlog, dead.deliveries, *moved]
-                calls.append(_eval('rfq/dead_letter-5n', script_keys, [error, *pairs]))
+        calls += [_fenced_call(op, t, chunk, ms, dead, error) for chunk in chunks]
         spans.append((name, first, len(calls)))
     # commit and extend are fenced and repeatable; a repeated release or dead-letter would report nothing done.
     replies = yield from send(ctx, calls, retry_drop=op in ('commit', 'extend'))
@@ -920,7 +961,13 @@ def _fenced(
             part.reverse()
         if not all(isinstance(r, list) for r in part):
             raise reply_error(ctx, f'rfq/{op}', part)
-        done[name] = [msg_id for r in part for msg_id in r]
+        if op == 'commit':  # { committed, then the ids given that were not }: the rest, in input order
+            refused = {msg_id for r in part for msg_id in r[1:]}
+            done[name] = list(dict.fromkeys(ref.id for ref in groups[name] if ref.id not in refused))
+            if len(done[name]) != sum(int(r[0]) for r in part):
+                raise reply_error(ctx, 'rfq/commit-6n', part)
+        else:
+            done[name] = [msg_id for r in part for msg_id in r]
     # Each script returns an in-order subsequence of its input: walk the input to merge them back.
     out = []
     position = dict.fromkeys(done, 0)
@@ -932,21 +979,48 @@ def _fenced(
     return out
 
 
+def _fenced_call(
+    op: str, t: TopicKeys, chunk: list[Ref], ms: int, dead: TopicKeys | None, error: str
+) -> tuple[str, ...]:
+    """The script call of one chunk of commit / extend / release / dead_letter (see :func:`_fenced`)."""
+    if op == 'commit':  # the ids are the rest of their message keys: not sent twice
+        script_keys = [t.nextlog, t.leases, t.deliveries, *t.claim_keys, *(t.prefix + r.id for r in chunk)]
+        return _eval('rfq/commit-6n', script_keys, [str(len(t.prefix)), *_groups(chunk, False)])
+    if op == 'extend':
+        return _eval('rfq/extend-5', [t.leases, t.deliveries, *t.claim_keys], [str(ms), *_groups(chunk)])
+    if op == 'release':
+        return _eval('rfq/release-8', t.eight, [str(ms), *_groups(chunk)])
+    assert dead is not None
+    moved = [k for r in chunk for k in (t.prefix + r.id, dead.prefix + r.id)]
+    script_keys = [t.nextlog, t.leases, t.deliveries, dead.backlog, dead.deliveries, *t.claim_keys, *moved]
+    return _eval('rfq/dead_letter-8n', script_keys, [error, *_groups(chunk)])
+
+
+def _groups(refs: list[Ref], with_ids: bool = True) -> list[str]:
+    """The fence groups of a fenced script's arguments: per run of refs with one fence, ``fence, k`` and (with
+    ``with_ids``) the k ids."""
+    out: list[str] = []
+    for fence, run in itertools.groupby(refs, key=lambda r: r.fence):
+        ids = [r.id for r in run]
+        out += [fence, str(len(ids)), *(ids if with_ids else ())]
+    return out
+
+
 def harvest(ctx: Settings, topic: TopicKeys, all: bool, lease: float) -> Plan[list[str]]:
     lease_ms = check_lease(lease)
     if check_flag(all, 'all'):
-        reply = yield from script(ctx, 'rfq/harvest_all-4', topic.four, [])
+        reply = yield from script(ctx, 'rfq/harvest_all-7', [*topic.four, *topic.claim_keys], [])
         if not isinstance(reply, list):
-            raise reply_error(ctx, 'rfq/harvest_all-4', reply)
+            raise reply_error(ctx, 'rfq/harvest_all-7', reply)
         return reply
     out: list[str] = []
     for _ in range(10_000):
-        reply = yield from script(ctx, 'rfq/harvest-5', topic.five, [str(lease_ms), str(STEP)])
+        reply = yield from script(ctx, 'rfq/harvest-8', topic.eight, [str(lease_ms), str(STEP)])
         try:
             out += reply[0]
             handled = int(reply[1])
         except (TypeError, ValueError, IndexError):
-            raise reply_error(ctx, 'rfq/harvest-5', reply) from None
+            raise reply_error(ctx, 'rfq/harvest-8', reply) from None
         if handled < STEP:
             break
     return out
@@ -1016,11 +1090,14 @@ def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object) ->
     counts: list[int] = []
     for lo in range(0, len(wanted), ctx.chunk_size):
         chunk = wanted[lo : lo + ctx.chunk_size]
-        commands = [('HGETALL', topic.prefix + i) for i in chunk] + [('HMGET', topic.deliveries, *chunk)]
-        *bodies, records = yield from send(ctx, commands, retry_drop=True, raw=True)
+        commands: list[tuple[str, ...]] = [('HGETALL', topic.prefix + i) for i in chunk]
+        commands += [('HMGET', topic.deliveries, *chunk), ('SMISMEMBER', topic.inflight, *chunk)]
+        *bodies, records, held = yield from send(ctx, commands, retry_drop=True, raw=True)
         if not isinstance(records, list) or len(records) != len(chunk):
             raise reply_error(ctx, 'HMGET', records)
-        for msg_id, body, record in zip(chunk, bodies, records):
+        if not isinstance(held, list) or len(held) != len(chunk):
+            raise reply_error(ctx, 'SMISMEMBER', held)
+        for msg_id, body, record, in_flight in zip(chunk, bodies, records, held):
             if isinstance(body, list):
                 body = _pairs(body)
             if not isinstance(body, dict):
@@ -1028,7 +1105,7 @@ def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object) ->
             if not body:
                 continue  # committed (or never published): left out
             found.append(msg_id)
-            counts.append(record_count(record))
+            counts.append(record_count(record) + (1 if in_flight else 0))
             for name, values in columns.items():
                 values.append(body.get(name.encode()))
     return arrow_batch(found, columns, counts)
@@ -1048,9 +1125,8 @@ def inspect(ctx: Settings, topic: TopicKeys, queue: str, start: int, count: int)
     if start >= 2**32:  # longer than any Redis list can be
         return []
     lst = topic.backlog if queue == 'backlog' else topic.nextlog
-    reply = yield from script(
-        ctx, 'rfq/inspect-3', [lst, topic.leases, topic.deliveries], [str(start), str(count), topic.prefix]
-    )
+    script_keys = [lst, topic.leases, topic.deliveries, topic.claims, topic.claim_leases]
+    reply = yield from script(ctx, 'rfq/inspect-5', script_keys, [str(start), str(count), topic.prefix])
     try:
         return [
             InspectEntry(
@@ -1065,11 +1141,11 @@ def inspect(ctx: Settings, topic: TopicKeys, queue: str, start: int, count: int)
             for msg_id, deliveries, claimed_at, deadline, body, owner, error in reply[1]
         ]
     except (TypeError, ValueError, IndexError, OverflowError):
-        raise reply_error(ctx, 'rfq/inspect-3', reply) from None
+        raise reply_error(ctx, 'rfq/inspect-5', reply) from None
 
 
 def stats(ctx: Settings, topic: TopicKeys) -> Plan[TopicStats]:
-    reply = yield from script(ctx, 'rfq/stats-5', topic.five, [])
+    reply = yield from script(ctx, 'rfq/stats-8', topic.eight, [])
     try:
         now_ms, backlog, nextlog, leased, expired, oldest_backlog, oldest_nextlog, delayed = reply
         stamps = [published_at(i) for i in (oldest_backlog, oldest_nextlog) if isinstance(i, str)]
@@ -1078,7 +1154,7 @@ def stats(ctx: Settings, topic: TopicKeys) -> Plan[TopicStats]:
         age = max(0.0, int(now_ms) / 1000 - min(times)) if times else None
         return TopicStats(topic.name, int(backlog), int(nextlog), int(leased), int(expired), age, int(delayed))
     except (TypeError, ValueError):
-        raise reply_error(ctx, 'rfq/stats-5', reply) from None
+        raise reply_error(ctx, 'rfq/stats-8', reply) from None
 
 
 def purge(ctx: Settings, topic: TopicKeys, queue: str) -> Plan[int]:
@@ -1086,9 +1162,10 @@ def purge(ctx: Settings, topic: TopicKeys, queue: str) -> Plan[int]:
     lst = topic.backlog if queue == 'backlog' else topic.nextlog
     total = 0
     for _ in range(10_000_000):  # a bound: 10^10 messages
-        reply = yield from script(ctx, 'rfq/purge-3', [lst, topic.leases, topic.deliveries], [topic.prefix, str(STEP)])
+        script_keys = [lst, topic.leases, topic.deliveries, *topic.claim_keys]
+        reply = yield from script(ctx, 'rfq/purge-6', script_keys, [topic.prefix, str(STEP)])
         if not isinstance(reply, int):
-            raise reply_error(ctx, 'rfq/purge-3', reply)
+            raise reply_error(ctx, 'rfq/purge-6', reply)
         total += reply
         if reply < STEP:
             break

@@ -20,7 +20,8 @@ PAGE = 10_000
 
 
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
-    """The ``<id> <token>`` entries of a ledger, as Messages (no fields) in pages of PAGE."""
+    """The ``<id> <claim>`` entries of a ledger, as Messages (no fields) in pages of PAGE. A ledger written before
+    batch claims holds ``<id> <delivery count>`` instead: those Messages are fenced by the count."""
     start = 0
     while True:
         entries: list[bytes] = raw.call('lrange', ledger, start, start + PAGE - 1)
@@ -28,8 +29,11 @@ def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Me
             return
         page = []
         for entry in entries:
-            mid, _, token = entry.decode().partition(' ')
-            page.append(Message(mid, topic, {}, int(token)))
+            mid, _, fence = entry.decode().partition(' ')
+            if fence.isdigit():
+                page.append(Message(mid, topic, {}, int(fence)))
+            else:
+                page.append(Message(mid, topic, {}, 0, fence))
         yield page
         if len(entries) < PAGE:
             return

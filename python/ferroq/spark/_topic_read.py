@@ -2,14 +2,14 @@
 
 Offsets are micro-batch numbers, ``{"seq": k}``. Planning batch k claims up to ``maxRecordsPerTrigger``
 messages with ferroq's own claim (a lease of ``claimTtl``, the owner ``spark.<consumer>.<k>``, delivery
-counts: plain rfq tools, ``inspect`` and the harvester see them as in flight) and lists ``<id> <token>`` of
+counts: plain rfq tools, ``inspect`` and the harvester see them as in flight) and lists ``<id> <claim>`` of
 each in the batch's ledger, ``rfq:<topic>:spark:ledger:<consumer>:<k>``. The executors read the ledger's
 index ranges and the bodies. A batch replayed after a failure reads the same ledger: the same messages.
 
 When Spark commits batch k (one batch late: Spark commits a batch when it plans the next), its messages
-are committed, fenced by their tokens, and its ledger is deleted. The leases of the ledgers still open are
+are committed, fenced by their claim, and its ledger is deleted. The leases of the ledgers still open are
 renewed while the query polls. If the planner dies between the claim and the ledger's write, the next
-planner finds the claims by their owner and puts them in the ledger (with new tokens).
+planner finds the claims by their owner and puts them in the ledger (under a new claim).
 
 A query that is retired leaves its last ledgers claimed until their leases end (then the harvester
 requeues them): :func:`ferroq.spark.release` gives them back at once.
@@ -125,7 +125,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break
             held.extend(got)
         if held:
-            entries = [f'{m.id} {m.token}' for m in held]
+            entries = [f'{m.id} {m.claim}' for m in held]
             for i in range(0, len(entries), CLAIM_STEP):
                 raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
         return len(held)

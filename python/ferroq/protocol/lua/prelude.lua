@@ -62,6 +62,116 @@ local function forget(deliveries, id)
   redis.call('HDEL', deliveries, id)
 end
 
+-- A claim's records in rfq:<t>:claims: field <token> is '<claimed_at_ms> <owner or -> <id> <id> ...', the
+-- claim's open ids in claim order; field <token>:d (only when there are any) lists those of its ids that
+-- have a record in the deliveries HASH (claimed before). Tokens have no ':', so the two never collide.
+
+-- The parts of claim record v: claimed_at, owner, and its ids as one space-separated string.
+local function parse_claim(v)
+  return string.match(v, '^(%d+) (%S+) ?(.*)$')
+end
+
+-- The words of a space-separated string, as a list, and as a set when set is given.
+local function words(text, set)
+  local list = {}
+  for w in string.gmatch(text or '', '%S+') do
+    list[#list + 1] = w
+    if set then
+      set[w] = true
+    end
+  end
+  return list
+end
+
+-- Counts a claim of id that ended without a commit (released, harvested, taken over) in its record.
+local function end_claim(deliveries, id)
+  local v = redis.call('HGET', deliveries, id)
+  local count, err = 0, nil
+  if v then
+    local c, _, _, e = parse_record(v)
+    count, err = tonumber(c) or 0, e
+  end
+  redis.call('HSET', deliveries, id, (count + 1) .. (err and '\n' .. err or ''))
+end
+
+-- Writes claim token's records again without the ids in gone (a set); deletes them and the claim's lease
+-- when no id is left. at, owner, ids: its record's parts (parse_claim). Returns how many ids it dropped.
+local function drop_from_claim(claims, claim_leases, token, at, owner, ids, gone)
+  local kept = {}
+  for _, id in ipairs(words(ids)) do
+    if not gone[id] then
+      kept[#kept + 1] = id
+    end
+  end
+  local dropped = select(2, string.gsub(ids, '%S+', '')) - #kept
+  if #kept == 0 then
+    redis.call('HDEL', claims, token, token .. ':d')
+    redis.call('ZREM', claim_leases, token)
+  elseif dropped > 0 then
+    redis.call('HSET', claims, token, at .. ' ' .. owner .. ' ' .. table.concat(kept, ' '))
+  end
+  return dropped
+end
+
+-- Takes ids out of every open claim but token's, counting each such claim as ended: after rfq's blind
+-- harvest moved held ids back, the claim taking them again fences out the old holder. It reads every open
+-- claim, so it runs only when SADD found an id already in flight.
+local function take_from_claims(claims, claim_leases, deliveries, ids, token)
+  local gone = {}
+  for _, id in ipairs(ids) do
+    gone[id] = true
+  end
+  local all = redis.call('HGETALL', claims)
+  for i = 1, #all, 2 do
+    local other = all[i]
+    if other ~= token and not string.find(other, ':', 1, true) then
+      local at, owner, held = parse_claim(all[i + 1])
+      local lost = {}
+      for _, id in ipairs(words(held)) do
+        if gone[id] then
+          lost[#lost + 1] = id
+        end
+      end
+      if #lost > 0 then
+        drop_from_claim(claims, claim_leases, other, at, owner, held, gone)
+        for _, id in ipairs(lost) do
+          end_claim(deliveries, id)
+        end
+      end
+    end
+  end
+end
+
+-- The token of the open claim that lists id, or nil (reads every open claim: for bare ids only).
+local function claim_holding(claims, id)
+  local all = redis.call('HGETALL', claims)
+  for i = 1, #all, 2 do
+    if not string.find(all[i], ':', 1, true) then
+      local listed = {}
+      words(select(3, parse_claim(all[i + 1])), listed)
+      if listed[id] then
+        return all[i]
+      end
+    end
+  end
+  return nil
+end
+
+-- The token of the open claim that holds id when the id's delivery count is count (a fence of digits for
+-- an id of a claim: a Message made by hand, or kept as id and delivery count), or nil. Reads every open
+-- claim: only for such fences.
+local function claim_by_count(claims, inflight, deliveries, id, count)
+  if redis.call('SISMEMBER', inflight, id) == 0 then
+    return nil
+  end
+  local v = redis.call('HGET', deliveries, id)
+  local ended = v and tonumber((parse_record(v))) or 0
+  if tostring(ended + 1) ~= count then
+    return nil
+  end
+  return claim_holding(claims, id)
+end
+
 -- Whether message id (record v, false if none) is leased: its record says a ferroq claim holds it (such a
 -- claim always has a lease), or it has a lease without one (one given by harvest at first sight).
 local function leased(leases, id, v)
