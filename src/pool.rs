@@ -122,10 +122,33 @@ impl Pool {
     pub fn new(opts: Arc<Options>) -> Result<Self> {
         let invalid =
             |e: redis::RedisError| Error::invalid(format!("invalid Redis URL \"{}\": {}", opts.redacted, e.category()));
-        let info = opts.url.as_str().into_connection_info().map_err(invalid)?;
+        let endpoint = &opts.endpoint;
+        // redis-rs's own switch for no certificate checks; `ferroq.connection.resolve` allows it only when
+        // asked for by name (tls_insecure_skip_verify), never from a URL alone.
+        let url = if endpoint.tls_insecure_skip_verify {
+            format!("{}#insecure", opts.url)
+        } else {
+            opts.url.clone()
+        };
+        let info = url.as_str().into_connection_info().map_err(invalid)?;
         // RESP3, for the disconnect notice (see `Live`); replies are decoded for both protocols.
-        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)?;
+        let mut settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
+        if let Some(username) = &endpoint.username {
+            settings = settings.set_username(username);
+        }
+        if let Some(password) = &endpoint.password {
+            settings = settings.set_password(password);
+        }
+        let info = info.set_redis_settings(settings);
+        let client = match endpoint.certificates()? {
+            Some(certificates) => redis::Client::build_with_tls(info, certificates).map_err(|e| {
+                Error::invalid(format!(
+                    "the TLS files for {} cannot be used: {e}",
+                    opts.redacted
+                ))
+            })?,
+            None => redis::Client::open(info).map_err(invalid)?,
+        };
         let slots = (0..opts.pool_size)
             .map(|_| Slot {
                 conn: Mutex::new(None),
