@@ -65,10 +65,7 @@ impl Endpoint {
             Some(cert) => Some(redis::ClientTlsConfig {
                 client_cert: read("tls_cert_file", cert)?,
                 // The key may sit in the certificate's file.
-                client_key: read(
-                    "tls_key_file",
-                    self.tls_key_file.as_deref().unwrap_or(cert.as_str()),
-                )?,
+                client_key: read("tls_key_file", self.tls_key_file.as_deref().unwrap_or(cert.as_str()))?,
             }),
             None => None,
         };
@@ -337,6 +334,36 @@ mod tests {
         assert!(!err.message.contains("pw"), "{}", err.message);
         let err = Options::new("redis://user:pw@host:notaport", &raw).unwrap_err();
         assert!(!err.message.contains("pw"), "{}", err.message);
+    }
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let opts = Options::new("redis://user:url-secret@127.0.0.1:7000/0", &RawOptions::default())
+            .unwrap()
+            .with_endpoint(Endpoint {
+                username: Some("user".into()),
+                password: Some("endpoint-secret".into()),
+                tls_ca_file: Some("/ca.pem".into()),
+                ..Endpoint::default()
+            });
+        let shown = format!("{opts:?}");
+        assert!(
+            !shown.contains("url-secret") && !shown.contains("endpoint-secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("/ca.pem") && shown.contains("***"), "{shown}");
+    }
+
+    #[test]
+    fn unreadable_tls_files_are_invalid_arguments() {
+        let endpoint = Endpoint {
+            tls_ca_file: Some("/nonexistent/ca.pem".into()),
+            ..Endpoint::default()
+        };
+        let err = endpoint.certificates().unwrap_err();
+        assert_eq!(err.kind, crate::errors::ErrorKind::InvalidArgument);
+        assert!(err.message.contains("tls_ca_file") && err.message.contains("/nonexistent/ca.pem"));
+        assert!(Endpoint::default().certificates().unwrap().is_none());
     }
 
     #[test]

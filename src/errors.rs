@@ -220,7 +220,8 @@ mod tests {
         assert_eq!(Error::server("OOM", "command not allowed").kind, ErrorKind::OutOfMemory);
         assert_eq!(Error::server("WRONGPASS", "x").kind, ErrorKind::PermissionDenied);
         assert_eq!(Error::server("NOAUTH", "x").kind, ErrorKind::PermissionDenied);
-        let in_script = "The user executing the script can't run this command or subcommand script: 1f, on @user_script:1.";
+        let in_script =
+            "The user executing the script can't run this command or subcommand script: 1f, on @user_script:1.";
         assert_eq!(Error::server("ERR", in_script).kind, ErrorKind::PermissionDenied);
         assert_eq!(
             Error::server("WRONGTYPE", "x").kind,

@@ -141,12 +141,8 @@ impl Pool {
         }
         let info = info.set_redis_settings(settings);
         let client = match endpoint.certificates()? {
-            Some(certificates) => redis::Client::build_with_tls(info, certificates).map_err(|e| {
-                Error::invalid(format!(
-                    "the TLS files for {} cannot be used: {e}",
-                    opts.redacted
-                ))
-            })?,
+            Some(certificates) => redis::Client::build_with_tls(info, certificates)
+                .map_err(|e| Error::invalid(format!("the TLS files for {} cannot be used: {e}", opts.redacted)))?,
             None => redis::Client::open(info).map_err(invalid)?,
         };
         let slots = (0..opts.pool_size)

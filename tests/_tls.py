@@ -114,10 +114,9 @@ def _tls_ping(port: int, pki: Pki) -> bool:
     context.verify_mode = ssl.CERT_NONE  # the expired and wrong-host servers must pass this readiness probe
     context.load_cert_chain(str(pki.cert('client')), str(pki.key('client')))
     try:
-        with socket.create_connection(('127.0.0.1', port), timeout=0.5) as raw:
-            with context.wrap_socket(raw) as s:
-                s.sendall(b'PING\r\n')
-                return s.recv(64).startswith(b'+PONG')
+        with socket.create_connection(('127.0.0.1', port), timeout=0.5) as raw, context.wrap_socket(raw) as s:
+            s.sendall(b'PING\r\n')
+            return s.recv(64).startswith(b'+PONG')
     except OSError:
         return False
 

@@ -54,8 +54,10 @@ class Role:
     commands: tuple[str, ...]
 
 
-_RFQ_CONSUME = ('rfq/claim-5n', 'rfq/commit-3n', 'rfq/extend-2', 'rfq/release-5', 'rfq/dead_letter-5n')
-_RFQ_CONSUME += ('rfq/resume-3', 'rfq/harvest-5', 'rfq/stats-5')
+_RFQ_CONSUME = (
+    *('rfq/claim-5n', 'rfq/commit-3n', 'rfq/extend-2', 'rfq/release-5', 'rfq/dead_letter-5n'),
+    *('rfq/resume-3', 'rfq/harvest-5', 'rfq/stats-5'),
+)
 _RSMQ_CONSUME = ('rsmq/receive-4', 'rsmq/delete-2', 'rsmq/visibility-2', 'rsmq/attributes-2')
 _STREAM_CONSUME = ('streams/ack-1', 'streams/autoclaim-2', 'streams/dead_letter-2')
 
@@ -64,8 +66,7 @@ RULES: dict[Protocol, dict[RoleName, Role]] = {
     'rfq': {
         'producer': Role('publish (every form)', ('rfq/publish-2n',), ()),
         'consumer': Role(
-            'claim (blocking too), commit, extend, release, dead_letter, resume, harvest, stats, peek; '
-            'a Worker',
+            'claim (blocking too), commit, extend, release, dead_letter, resume, harvest, stats, peek; a Worker',
             _RFQ_CONSUME,
             ('blmove', 'hgetall'),
         ),
@@ -91,7 +92,9 @@ RULES: dict[Protocol, dict[RoleName, Role]] = {
     'streams': {
         'producer': Role('publish (every form)', ('streams/publish-2',), ()),
         'consumer': Role(
-            'group read (blocking too), ack, pending, autoclaim, dead_letter', _STREAM_CONSUME, ('xreadgroup', 'xpending')
+            'group read (blocking too), ack, pending, autoclaim, dead_letter',
+            _STREAM_CONSUME,
+            ('xreadgroup', 'xpending'),
         ),
         'admin': Role(
             'everything: also publish, group create/destroy/info, length, range, trim, delete, streams',
@@ -157,7 +160,13 @@ def _patterns(protocol_name: Protocol, role: RoleName, prefix: str, ns: str) -> 
 
 
 def setuser(
-    user: str, role: RoleName, protocol_name: Protocol, prefix: str = '', *, ns: str = 'rsmq', password: str = '<password>'
+    user: str,
+    role: RoleName,
+    protocol_name: Protocol,
+    prefix: str = '',
+    *,
+    ns: str = 'rsmq',
+    password: str = '<password>',
 ) -> list[str]:
     """The arguments of ``ACL SETUSER`` for ``user`` in ``role`` on the ``protocol_name`` queues named ``prefix*``.
 
@@ -196,18 +205,12 @@ def readme_section() -> str:
             rule = RULES[proto][role]
             patterns = ' '.join(f'`{p}`' for p in _patterns(proto, role, 'jobs', 'rsmq'))
             lines.append(f'| {proto} | {role} | {rule.operations} | {patterns} |')
-    lines += ['', f'The lines for prefix `jobs` (ferroq {_version()}):', '', '```']
+    lines += ['', 'The lines for prefix `jobs` (with this version of the scripts):', '', '```']
     for proto in PROTOCOLS:
         for role in ROLES:
             lines.append(' '.join(setuser(f'{proto}-{role}', role, proto, 'jobs')))
     lines.append('```')
     return '\n'.join(lines)
-
-
-def _version() -> str:
-    from ferroq import __version__
-
-    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

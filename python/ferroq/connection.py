@@ -165,6 +165,62 @@ def _split(url: str) -> tuple[str, dict[str, str], bool]:
     return head + (has_query + query if has_query else ''), ours, fragment == 'insecure'
 
 
+def _tls(
+    explicit: dict[str, str], insecure: bool, insecure_fragment: bool, is_tls: bool, shown: str
+) -> tuple[dict[str, str | None], bool]:
+    """The TLS files and switch: ``explicit`` (arguments, then the URL's query), then the environment."""
+    if not is_tls:
+        if explicit or insecure or insecure_fragment:
+            given = ', '.join(sorted(explicit) + (['tls_insecure_skip_verify'] if insecure else []))
+            raise InvalidArgument(f'{given or "#insecure"} need a rediss:// URL, got "{shown}"')
+        return dict.fromkeys(TLS_PARAMS), False
+    env_insecure = _env('tls_insecure_skip_verify')
+    if not insecure and env_insecure is not None:
+        insecure = _flag(env_insecure, ENV['tls_insecure_skip_verify'])
+    files: dict[str, str | None] = {name: explicit.get(name) or _env(name) for name in TLS_PARAMS}
+    if insecure_fragment and not insecure:
+        raise InvalidArgument(
+            f'the URL "{shown}" asks for #insecure (no certificate checks): pass tls_insecure_skip_verify=True '
+            '(--tls-insecure-skip-verify, FERROQ_TLS_INSECURE_SKIP_VERIFY=1) to allow it'
+        )
+    if insecure and files['tls_ca_file']:
+        raise InvalidArgument('tls_ca_file and tls_insecure_skip_verify conflict: a CA is only used to verify')
+    if files['tls_key_file'] and not files['tls_cert_file']:
+        raise InvalidArgument('tls_key_file needs tls_cert_file (the client certificate)')
+    for name, path in files.items():
+        if path:
+            _readable(path, name)
+    return files, insecure
+
+
+def _credentials(
+    url: str, username: str | None, password: str | None, password_file: str | None, shown: str
+) -> tuple[str | None, str | None]:
+    """(username, password) from the arguments, a file or the environment; (None, None) when the URL has its own."""
+    in_url = _userinfo(url) is not None or any(
+        k.lower() in ('password', 'pass', 'user', 'username') for k, _ in parse_qsl(url.partition('?')[2])
+    )
+    if password_file is not None and password is not None:
+        raise InvalidArgument('password and password_file conflict: give one')
+    if in_url:
+        if password is not None or password_file is not None or username is not None:
+            raise InvalidArgument(
+                f'the URL "{shown}" has credentials already: drop username, password and password_file'
+            )
+        return None, None
+    if password is None and password_file is None:
+        password = _env('password')
+        password_file = None if password is not None else _env('password_file')
+    if password_file is not None:
+        password = _readable(password_file, 'password_file').decode('utf-8', 'replace').rstrip('\r\n')
+        if not password:
+            raise InvalidArgument(f'password_file {password_file!r} is empty')
+    username = username if username is not None else _env('username')
+    if username is not None and password is None:
+        raise InvalidArgument(f'username {username!r} needs a password (password, password_file or FERROQ_PASSWORD)')
+    return username, password
+
+
 def resolve(
     url: str | None = None,
     *,
@@ -187,70 +243,21 @@ def resolve(
         raise InvalidArgument(f'url must be a str, got {type(url).__name__}')
     for name, value in (('username', username), ('password', password)):
         if value is not None and (not isinstance(value, str) or not value):
-            raise InvalidArgument(f'{name} must be a non-empty str' + ('' if name == 'password' else f', got {value!r}'))
-    insecure = _flag(tls_insecure_skip_verify, 'tls_insecure_skip_verify')
-    files = {
-        'password_file': _path(password_file, 'password_file'),
-        'tls_ca_file': _path(tls_ca_file, 'tls_ca_file'),
-        'tls_cert_file': _path(tls_cert_file, 'tls_cert_file'),
-        'tls_key_file': _path(tls_key_file, 'tls_key_file'),
-    }
-    full = server.resolve_url(url)
-    shown = server.redact_url(full)
-    bare, from_query, insecure_fragment = _split(full)
-    is_tls = bare.lower().startswith('rediss://')
-
-    # TLS: arguments, then the URL's query, then the environment (which applies to rediss:// URLs only).
-    explicit_tls = {k: v for k, v in files.items() if k != 'password_file' and v is not None}
-    explicit_tls.update({k: v for k, v in from_query.items() if k not in explicit_tls})
-    if not is_tls and (explicit_tls or insecure or insecure_fragment):
-        given = ', '.join(sorted(explicit_tls) + (['tls_insecure_skip_verify'] if insecure else []))
-        raise InvalidArgument(f'{given or "#insecure"} need a rediss:// URL, got "{shown}"')
-    tls: dict[str, str | None] = dict.fromkeys(TLS_PARAMS)
-    if is_tls:
-        env_insecure = _env('tls_insecure_skip_verify')
-        if not insecure and env_insecure is not None:
-            insecure = _flag(env_insecure, ENV['tls_insecure_skip_verify'])
-        for name in TLS_PARAMS:
-            tls[name] = explicit_tls.get(name) or _env(name)
-        if insecure_fragment and not insecure:
             raise InvalidArgument(
-                f'the URL "{shown}" asks for #insecure (no certificate checks): pass tls_insecure_skip_verify=True '
-                '(--tls-insecure-skip-verify, FERROQ_TLS_INSECURE_SKIP_VERIFY=1) to allow it'
+                f'{name} must be a non-empty str' + ('' if name == 'password' else f', got {value!r}')
             )
-        if insecure and tls['tls_ca_file']:
-            raise InvalidArgument('tls_ca_file and tls_insecure_skip_verify conflict: a CA is only used to verify')
-        if tls['tls_key_file'] and not tls['tls_cert_file']:
-            raise InvalidArgument('tls_key_file needs tls_cert_file (the client certificate)')
-        for name in TLS_PARAMS:
-            if tls[name]:
-                _readable(str(tls[name]), name)
-
-    # Credentials: the URL's own, else the arguments, else the environment.
-    in_url = _userinfo(full) is not None or any(
-        k.lower() in ('password', 'pass', 'user', 'username') for k, _ in parse_qsl(full.partition('?')[2])
-    )
-    if files['password_file'] is not None and password is not None:
-        raise InvalidArgument('password and password_file conflict: give one')
-    if in_url and (password is not None or files['password_file'] is not None or username is not None):
-        raise InvalidArgument(f'the URL "{shown}" has credentials already: drop username, password and password_file')
-    secret: str | None = password
-    user: str | None = username
-    if not in_url:
-        file = files['password_file']
-        if secret is None and file is None:
-            secret = _env('password')
-            file = None if secret is not None else _env('password_file')
-        if file is not None:
-            text = _readable(file, 'password_file').decode('utf-8', 'replace').rstrip('\r\n')
-            if not text:
-                raise InvalidArgument(f'password_file {file!r} is empty')
-            secret = text
-        if user is None:
-            user = _env('username')
-        if user is not None and secret is None:
-            raise InvalidArgument(f'username {user!r} needs a password (password, password_file or FERROQ_PASSWORD)')
-    if insecure and is_tls:
+    insecure = _flag(tls_insecure_skip_verify, 'tls_insecure_skip_verify')
+    given = {name: _path(value, name) for name, value in zip(TLS_PARAMS, (tls_ca_file, tls_cert_file, tls_key_file))}
+    secret_file = _path(password_file, 'password_file')
+    full = server.resolve_url(url)
+    bare, from_query, insecure_fragment = _split(full)
+    shown = server.redact_url(bare)
+    is_tls = bare.lower().startswith('rediss://')
+    explicit = {k: v for k, v in given.items() if v is not None}
+    explicit.update({k: v for k, v in from_query.items() if k not in explicit})
+    tls, insecure = _tls(explicit, insecure, insecure_fragment, is_tls, shown)
+    user, secret = _credentials(full, username, password, secret_file, shown)
+    if insecure:
         warnings.warn(
             f'TLS certificate checks are OFF for "{shown}" (tls_insecure_skip_verify): anyone on the network path '
             'can impersonate the server and read the traffic',
@@ -265,5 +272,5 @@ def resolve(
         tls_ca_file=tls['tls_ca_file'],
         tls_cert_file=tls['tls_cert_file'],
         tls_key_file=tls['tls_key_file'],
-        tls_insecure_skip_verify=insecure and is_tls,
+        tls_insecure_skip_verify=insecure,
     )

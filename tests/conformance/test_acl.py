@@ -63,7 +63,7 @@ def test_rfq_roles(make_client, users, dump, r, redis_url):
     producer = make_client(users('rfq', 'producer')).topic('jobs')
     consumer_client = make_client(users('rfq', 'consumer'))
     consumer = consumer_client.topic('jobs')
-    a, b, c = producer.publish_batch([{'n': '1'}, {'n': '2'}, {'n': '3'}])
+    a, _, c = producer.publish_batch([{'n': '1'}, {'n': '2'}, {'n': '3'}])
     make_client(redis_url).topic('other').publish({'n': 'x'})
     refused(
         dump,

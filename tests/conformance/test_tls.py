@@ -9,17 +9,14 @@ expired. A verified connection works; every way a handshake can fail is a ``TlsE
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
 import ferroq
+from _checks import cli
 from _tls import Pki, TlsRedisServer, make_pki
 from ferroq.connection import InsecureTlsWarning
 from ferroq.exceptions import ConnectionFailed, InvalidArgument, TlsError
@@ -185,34 +182,23 @@ def test_bad_tls_options_are_refused_before_any_io(make_client, tls_servers, pki
         make_client(url + '#whatever')
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, '-m', 'ferroq', *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-
-
 @pytest.mark.parametrize('flags', [[], ['--pure']], ids=['native', 'pure'])
 def test_the_cli_over_tls(tls_servers, pki, tls, flags):
     url = tls_servers['server'].url
     options = [f'--{k.replace("_", "-")}={v}' for k, v in _files(pki).items()]
-    out = _cli('--url', url, *flags, *options, '--json', 'publish', '-t', 'jobs', '-m', '{"n": "1"}')
+    out = cli('--url', url, *flags, *options, '--json', 'publish', '-t', 'jobs', '-m', '{"n": "1"}')
     assert out.returncode == 0, out.stderr
     [msg_id] = json.loads(out.stdout)
-    out = _cli('--url', url, *flags, '--json', 'claim', '-t', 'jobs', *options)  # options after the verb too
+    out = cli('--url', url, *flags, '--json', 'claim', '-t', 'jobs', *options)  # options after the verb too
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[0])['id'] == msg_id
     env = {f'FERROQ_{k.upper()}': v for k, v in _files(pki).items()}
-    out = _cli('--url', url, *flags, 'stats', '-t', 'jobs', env=env)
+    out = cli('--url', url, *flags, 'stats', '-t', 'jobs', env=env)
     assert out.returncode == 0, out.stderr
-    out = _cli('--url', url, *flags, 'publish', '-t', 'jobs', '-m', '{"n": "2"}')  # no CA: the system's roots
+    out = cli('--url', url, *flags, 'publish', '-t', 'jobs', '-m', '{"n": "2"}')  # no CA: the system's roots
     assert out.returncode == 1
     assert 'TLS handshake' in out.stderr and 'not signed by a trusted CA' in out.stderr, out.stderr
-    out = _cli('--url', tls_servers['expired'].url, *flags, '--tls-insecure-skip-verify', 'publish', '-t', 'jobs',
+    out = cli('--url', tls_servers['expired'].url, *flags, '--tls-insecure-skip-verify', 'publish', '-t', 'jobs',
                '-m', '{"n": "3"}', '--tls-cert-file', str(pki.cert('client')), '--tls-key-file', str(pki.key('client')))  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert 'InsecureTlsWarning' in out.stderr

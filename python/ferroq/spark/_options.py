@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-from ferroq import connection
+from ferroq.connection import resolve as resolve_connection
 from ferroq.exceptions import InvalidArgument
 from ferroq.server import redact_url
 
@@ -71,8 +71,12 @@ OPTIONS: tuple[Option, ...] = (
     _opt('password', _ALL_MODES, _ALL_KINDS, '', 'the Redis password, added to url (redacted in plans)'),
     _opt('password_file', _ALL_MODES, _ALL_KINDS, '', 'a file holding the password, read on the driver'),
     _opt('tls_ca_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM CA of the server certificate (path on every node)'),
-    _opt('tls_cert_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM client certificate for mTLS (path on every node)'),
-    _opt('tls_key_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM key of the client certificate (path on every node)'),
+    _opt(
+        'tls_cert_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM client certificate for mTLS (path on every node)'
+    ),
+    _opt(
+        'tls_key_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM key of the client certificate (path on every node)'
+    ),
     _opt('tls_insecure_skip_verify', _ALL_MODES, _ALL_KINDS, 'false', 'DANGER: no server certificate or host check'),
     _opt('pool_size', _ALL_MODES, _ALL_KINDS, '2', 'connections per Python worker process'),
     _opt('chunk_size', _ALL_MODES, _ALL_KINDS, '1000', 'messages per atomic script call'),
@@ -284,7 +288,7 @@ def _connection(given: Mapping[str, str]) -> Connection:
         if password is not None:
             raise InvalidArgument('options password and password_file conflict: give one')
         # Read here, on the driver, so executors need no copy of the file (the plan carries it, unshown).
-        password = connection.resolve('redis://127.0.0.1:1/0', password_file=password_file).password
+        password = resolve_connection('redis://127.0.0.1:1/0', password_file=password_file).password
     if username is not None or password is not None:
         scheme, sep, rest = url.partition('://')
         if scheme not in ('redis', 'rediss') or not sep:
