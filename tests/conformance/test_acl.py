@@ -217,3 +217,29 @@ def test_credentials_from_arguments_a_file_or_the_environment(make_client, users
     password_file.write_text('\n')
     with pytest.raises(InvalidArgument, match='is empty'):
         make_client(redis_url, password_file=str(password_file))
+
+
+def test_a_worker_runs_as_the_consumer(make_client, impl, loop_thread, users, r, redis_url):
+    import ferroq
+
+    make_client(users('rfq', 'producer')).topic('jobs').publish_batch([{'n': str(i)} for i in range(4)])
+    c = make_client(users('rfq', 'consumer'))
+    done: list[str] = []
+
+    def handle(msg: ferroq.Message) -> None:
+        if msg.fields['n'] == '3':
+            raise RuntimeError('poison')
+        done.append(msg.fields['n'])
+
+    async def handle_async(msg: ferroq.Message) -> None:
+        handle(msg)
+
+    options: dict[str, Any] = {'burst': True, 'poll': 0.05, 'handle_signals': False, 'retry_delay': 0.01}
+    options['max_deliveries'] = 2
+    if impl.endswith('async'):
+        stats = loop_thread.run(ferroq.AsyncWorker(c.wrapped, ['jobs'], handle_async, **options).run())
+    else:
+        stats = ferroq.Worker(c, ['jobs'], handle, **options).run()
+    assert sorted(done) == ['0', '1', '2']
+    assert (stats.committed, stats.dead) == (3, 1)
+    assert r.llen('rfq:jobs.dead:backlog') == 1  # the dead-letter topic lies under the prefix
