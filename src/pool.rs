@@ -207,6 +207,19 @@ impl Pool {
                             self.opts.connect_timeout.as_secs_f64()
                         ),
                     ),
+                    // TLS 1.3: a server that wants a client certificate checks it after the client has
+                    // finished its part of the handshake, then closes; the first write may meet the close
+                    // before the alert (which `Error::from_redis` maps). The same words as the pure client's.
+                    ErrorKind::Connection if self.closed_for_want_of_a_certificate(&err) => Error::new(
+                        ErrorKind::Tls,
+                        format!(
+                            "TLS handshake with Redis at {} failed: the server closed the connection (when it \
+                             does so at every connect, it requires a client certificate: give tls_cert_file \
+                             and tls_key_file) ({})",
+                            self.shown_url(),
+                            err.message
+                        ),
+                    ),
                     _ => err,
                 }
             })?;
@@ -219,6 +232,14 @@ impl Pool {
             self.check_policy(&mut conn).await;
         }
         Ok(Live { conn, dead, listener })
+    }
+
+    /// A TLS connection without a client certificate that the server reset or closed while connecting.
+    fn closed_for_want_of_a_certificate(&self, err: &Error) -> bool {
+        let closed = ["Connection reset by peer", "Broken pipe", "unexpected EOF", "connection closed"];
+        self.opts.url.to_ascii_lowercase().starts_with("rediss://")
+            && self.opts.endpoint.tls_cert_file.is_none()
+            && closed.iter().any(|w| err.message.contains(w))
     }
 
     /// Warns once per pool when the server may evict queue keys. `CONFIG GET` first; a user without

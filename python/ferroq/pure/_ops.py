@@ -569,6 +569,14 @@ _TLS_REASONS = (
 )  # fmt: skip
 
 
+#: How redis-py reports a TLS connection the server closed (see :func:`tls_failure`).
+_CLOSED_AFTER_HANDSHAKE = ('EOF occurred in violation of protocol', 'Connection reset by peer', 'Broken pipe')
+_NO_CLIENT_CERTIFICATE = (
+    'the server closed the connection (when it does so at every connect, it requires a client certificate: '
+    'give tls_cert_file and tls_key_file)'
+)
+
+
 def tls_failure(text: str, endpoint: connection.Endpoint) -> str | None:
     """What went wrong in a TLS handshake that redis-py reported as ``text``; None when it is not TLS."""
     if not endpoint.tls:
@@ -578,10 +586,10 @@ def tls_failure(text: str, endpoint: connection.Endpoint) -> str | None:
             if any(w in text for w in words):
                 return reason
         return 'the TLS handshake failed'
-    if 'EOF occurred in violation of protocol' in text and endpoint.tls_cert_file is None:
+    if endpoint.tls_cert_file is None and any(w in text for w in _CLOSED_AFTER_HANDSHAKE):
         # TLS 1.3: the server checks the client's certificate after the client has finished its part of the
-        # handshake, then closes; the client's first write may see the close before the server's alert.
-        return 'the server closed the connection: it may require a client certificate (give tls_cert_file and tls_key_file)'
+        # handshake, then closes; the client's first write may meet the close before the server's alert.
+        return _NO_CLIENT_CERTIFICATE
     return None
 
 
