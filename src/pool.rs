@@ -236,7 +236,12 @@ impl Pool {
 
     /// A TLS connection without a client certificate that the server reset or closed while connecting.
     fn closed_for_want_of_a_certificate(&self, err: &Error) -> bool {
-        let closed = ["Connection reset by peer", "Broken pipe", "unexpected EOF", "connection closed"];
+        let closed = [
+            "Connection reset by peer",
+            "Broken pipe",
+            "unexpected EOF",
+            "connection closed",
+        ];
         self.opts.url.to_ascii_lowercase().starts_with("rediss://")
             && self.opts.endpoint.tls_cert_file.is_none()
             && closed.iter().any(|w| err.message.contains(w))
