@@ -18,6 +18,59 @@ pub struct Options {
     pub max_message_bytes: usize,
     pub chunk_size: usize,
     pub client_name: Option<String>,
+    /// Credentials and TLS settings from outside the URL (`ferroq.connection.resolve`).
+    pub endpoint: Endpoint,
+}
+
+/// What `ferroq.connection.resolve` found besides the URL: credentials that did not come in the URL, and
+/// the TLS files (PEM paths) and switches of a `rediss://` URL. `password` is a secret: never shown.
+#[derive(Clone, Default)]
+pub struct Endpoint {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub tls_ca_file: Option<String>,
+    pub tls_cert_file: Option<String>,
+    pub tls_key_file: Option<String>,
+    pub tls_insecure_skip_verify: bool,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls_ca_file", &self.tls_ca_file)
+            .field("tls_cert_file", &self.tls_cert_file)
+            .field("tls_key_file", &self.tls_key_file)
+            .field("tls_insecure_skip_verify", &self.tls_insecure_skip_verify)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// The PEM files for redis-rs, or None when no CA or client certificate is given (the system's roots,
+    /// no client certificate). Unreadable files are an `InvalidArgument` naming the option and the path.
+    pub fn certificates(&self) -> Result<Option<redis::TlsCertificates>> {
+        fn read(name: &str, path: &str) -> Result<Vec<u8>> {
+            std::fs::read(path).map_err(|e| Error::invalid(format!("{name} {path:?} cannot be read: {e}")))
+        }
+        if self.tls_ca_file.is_none() && self.tls_cert_file.is_none() {
+            return Ok(None);
+        }
+        let root_cert = match &self.tls_ca_file {
+            Some(path) => Some(read("tls_ca_file", path)?),
+            None => None,
+        };
+        let client_tls = match &self.tls_cert_file {
+            Some(cert) => Some(redis::ClientTlsConfig {
+                client_cert: read("tls_cert_file", cert)?,
+                // The key may sit in the certificate's file.
+                client_key: read("tls_key_file", self.tls_key_file.as_deref().unwrap_or(cert.as_str()))?,
+            }),
+            None => None,
+        };
+        Ok(Some(redis::TlsCertificates { client_tls, root_cert }))
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -30,6 +83,7 @@ impl std::fmt::Debug for Options {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("chunk_size", &self.chunk_size)
             .field("client_name", &self.client_name)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -125,7 +179,13 @@ impl Options {
             max_message_bytes: raw.max_message_bytes as usize,
             chunk_size: raw.chunk_size as usize,
             client_name: raw.client_name.clone(),
+            endpoint: Endpoint::default(),
         })
+    }
+
+    /// These options with the credentials and TLS settings of `endpoint`.
+    pub fn with_endpoint(self, endpoint: Endpoint) -> Self {
+        Self { endpoint, ..self }
     }
 }
 
@@ -274,6 +334,36 @@ mod tests {
         assert!(!err.message.contains("pw"), "{}", err.message);
         let err = Options::new("redis://user:pw@host:notaport", &raw).unwrap_err();
         assert!(!err.message.contains("pw"), "{}", err.message);
+    }
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let opts = Options::new("redis://user:url-secret@127.0.0.1:7000/0", &RawOptions::default())
+            .unwrap()
+            .with_endpoint(Endpoint {
+                username: Some("user".into()),
+                password: Some("endpoint-secret".into()),
+                tls_ca_file: Some("/ca.pem".into()),
+                ..Endpoint::default()
+            });
+        let shown = format!("{opts:?}");
+        assert!(
+            !shown.contains("url-secret") && !shown.contains("endpoint-secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("/ca.pem") && shown.contains("***"), "{shown}");
+    }
+
+    #[test]
+    fn unreadable_tls_files_are_invalid_arguments() {
+        let endpoint = Endpoint {
+            tls_ca_file: Some("/nonexistent/ca.pem".into()),
+            ..Endpoint::default()
+        };
+        let err = endpoint.certificates().unwrap_err();
+        assert_eq!(err.kind, crate::errors::ErrorKind::InvalidArgument);
+        assert!(err.message.contains("tls_ca_file") && err.message.contains("/nonexistent/ca.pem"));
+        assert!(Endpoint::default().certificates().unwrap().is_none());
     }
 
     #[test]

@@ -4,11 +4,17 @@ use std::fmt;
 
 use redis::{ErrorKind as RedisKind, RedisError, ServerErrorKind};
 
+/// Redis's words when a script calls a command its ACL user may not run (`ferroq.pure._ops` has the twin).
+const SCRIPT_NOPERM: &str = "user executing the script can't run this command";
+
 /// What went wrong; decides the Python exception class.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ErrorKind {
     /// Redis unreachable, or the connection dropped during a call (outcome unknown).
     Connection,
+    /// The TLS handshake failed: the server's certificate is not trusted, expired or for another host, or
+    /// the server wants a client certificate (a `Connection` error that retrying does not fix).
+    Tls,
     /// No reply within the command timeout.
     Timeout,
     /// The client was closed by the caller.
@@ -119,6 +125,13 @@ impl Error {
                 ErrorKind::PermissionDenied,
                 format!("authentication to Redis at {url} failed (wrong user or password)"),
             ),
+            RedisKind::Io if tls_failure(err).is_some() => Self::new(
+                ErrorKind::Tls,
+                format!(
+                    "TLS handshake with Redis at {url} failed: {}",
+                    tls_failure(err).unwrap_or_default()
+                ),
+            ),
             RedisKind::Io if err.is_timeout() => {
                 Self::new(ErrorKind::Timeout, format!("Redis at {url} did not answer in time"))
             }
@@ -147,6 +160,8 @@ impl Error {
             format!("{code} {detail}")
         };
         let kind = match code {
+            // A command inside a script that the ACL user may not run (the script stops there).
+            "ERR" if detail.contains(SCRIPT_NOPERM) => ErrorKind::PermissionDenied,
             "OOM" => ErrorKind::OutOfMemory,
             "NOPERM" | "NOAUTH" | "WRONGPASS" => ErrorKind::PermissionDenied,
             "LOADING" => ErrorKind::Loading,
@@ -157,6 +172,35 @@ impl Error {
         };
         Self::new(kind, message)
     }
+}
+
+/// What went wrong in a TLS handshake, in words that say what to fix (the twin of
+/// `ferroq.pure._ops.tls_failure`); None when `err` is not a TLS error. redis-rs keeps only rustls's text.
+fn tls_failure(err: &RedisError) -> Option<String> {
+    let text = err.to_string();
+    let has = |s: &str| text.contains(s);
+    let what = if has("invalid peer certificate") {
+        if has("UnknownIssuer") {
+            "the server's certificate is not signed by a trusted CA (give the CA with tls_ca_file)"
+        } else if has("expired") || has("Expired") {
+            "the server's certificate has expired"
+        } else if has("not valid for name") || has("NotValidForName") {
+            "the server's certificate is not valid for this host name"
+        } else if has("not valid yet") || has("NotValidYet") {
+            "the server's certificate is not valid yet"
+        } else {
+            "the server's certificate was refused"
+        }
+    } else if has("received fatal alert") {
+        if has("CertificateRequired") || has("HandshakeFailure") {
+            "the server requires a client certificate (give tls_cert_file and tls_key_file)"
+        } else {
+            "the server refused the handshake (is the client certificate signed by a CA it trusts?)"
+        }
+    } else {
+        return None;
+    };
+    Some(format!("{what} ({text})"))
 }
 
 impl fmt::Display for Error {
@@ -176,6 +220,9 @@ mod tests {
         assert_eq!(Error::server("OOM", "command not allowed").kind, ErrorKind::OutOfMemory);
         assert_eq!(Error::server("WRONGPASS", "x").kind, ErrorKind::PermissionDenied);
         assert_eq!(Error::server("NOAUTH", "x").kind, ErrorKind::PermissionDenied);
+        let in_script =
+            "The user executing the script can't run this command or subcommand script: 1f, on @user_script:1.";
+        assert_eq!(Error::server("ERR", in_script).kind, ErrorKind::PermissionDenied);
         assert_eq!(
             Error::server("WRONGTYPE", "x").kind,
             ErrorKind::Server {

@@ -122,10 +122,29 @@ impl Pool {
     pub fn new(opts: Arc<Options>) -> Result<Self> {
         let invalid =
             |e: redis::RedisError| Error::invalid(format!("invalid Redis URL \"{}\": {}", opts.redacted, e.category()));
-        let info = opts.url.as_str().into_connection_info().map_err(invalid)?;
+        let endpoint = &opts.endpoint;
+        // redis-rs's own switch for no certificate checks; `ferroq.connection.resolve` allows it only when
+        // asked for by name (tls_insecure_skip_verify), never from a URL alone.
+        let url = if endpoint.tls_insecure_skip_verify {
+            format!("{}#insecure", opts.url)
+        } else {
+            opts.url.clone()
+        };
+        let info = url.as_str().into_connection_info().map_err(invalid)?;
         // RESP3, for the disconnect notice (see `Live`); replies are decoded for both protocols.
-        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(invalid)?;
+        let mut settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
+        if let Some(username) = &endpoint.username {
+            settings = settings.set_username(username);
+        }
+        if let Some(password) = &endpoint.password {
+            settings = settings.set_password(password);
+        }
+        let info = info.set_redis_settings(settings);
+        let client = match endpoint.certificates()? {
+            Some(certificates) => redis::Client::build_with_tls(info, certificates)
+                .map_err(|e| Error::invalid(format!("the TLS files for {} cannot be used: {e}", opts.redacted)))?,
+            None => redis::Client::open(info).map_err(invalid)?,
+        };
         let slots = (0..opts.pool_size)
             .map(|_| Slot {
                 conn: Mutex::new(None),
@@ -188,6 +207,19 @@ impl Pool {
                             self.opts.connect_timeout.as_secs_f64()
                         ),
                     ),
+                    // TLS 1.3: a server that wants a client certificate checks it after the client has
+                    // finished its part of the handshake, then closes; the first write may meet the close
+                    // before the alert (which `Error::from_redis` maps). The same words as the pure client's.
+                    ErrorKind::Connection if self.closed_for_want_of_a_certificate(&err) => Error::new(
+                        ErrorKind::Tls,
+                        format!(
+                            "TLS handshake with Redis at {} failed: the server closed the connection (when it \
+                             does so at every connect, it requires a client certificate: give tls_cert_file \
+                             and tls_key_file) ({})",
+                            self.shown_url(),
+                            err.message
+                        ),
+                    ),
                     _ => err,
                 }
             })?;
@@ -200,6 +232,19 @@ impl Pool {
             self.check_policy(&mut conn).await;
         }
         Ok(Live { conn, dead, listener })
+    }
+
+    /// A TLS connection without a client certificate that the server reset or closed while connecting.
+    fn closed_for_want_of_a_certificate(&self, err: &Error) -> bool {
+        let closed = [
+            "Connection reset by peer",
+            "Broken pipe",
+            "unexpected EOF",
+            "connection closed",
+        ];
+        self.opts.url.to_ascii_lowercase().starts_with("rediss://")
+            && self.opts.endpoint.tls_cert_file.is_none()
+            && closed.iter().any(|w| err.message.contains(w))
     }
 
     /// Warns once per pool when the server may evict queue keys. `CONFIG GET` first; a user without

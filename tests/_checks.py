@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -57,3 +60,15 @@ def run_in_threads(work: Callable[[int], object], n: int, timeout: float = 60.0)
 def queue_keys(r: Any, pattern: str = '*') -> set[str]:
     """The keys matching ``pattern`` except the send records (``...:published:<token>``), which expire by themselves."""
     return {k for k in r.keys(pattern) if ':published:' not in k}
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m ferroq ARGS`` with ``env`` added to this process's environment."""
+    return subprocess.run(
+        [sys.executable, '-m', 'ferroq', *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )

@@ -55,8 +55,7 @@ class RedisServer:
             self.port = free_port()
             args = [
                 exe,
-                '--port', str(self.port),
-                '--bind', '127.0.0.1',
+                *self._listen(),
                 '--save', '',
                 '--appendonly', 'no',
                 '--dir', str(directory),
@@ -68,12 +67,19 @@ class RedisServer:
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             deadline = time.monotonic() + START_TIMEOUT
             while time.monotonic() < deadline and self.proc.poll() is None:
-                if _ping(self.port, password):
+                if self._ready():
                     return
                 time.sleep(0.02)
             last_error = f'redis-server on port {self.port} did not answer PING (exit status {self.proc.poll()})'
             self.stop()
         raise RuntimeError(last_error)
+
+    def _listen(self) -> list[str]:
+        """Where the server listens (``self.port`` is the free port picked for this attempt)."""
+        return ['--port', str(self.port), '--bind', '127.0.0.1']
+
+    def _ready(self) -> bool:
+        return _ping(self.port, self.password)
 
     @property
     def url(self) -> str:

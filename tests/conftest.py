@@ -7,7 +7,8 @@
   ``pure-async`` (ferroq.pure.AsyncClient); the async ones through tests/_adapters.py, so the tests are sync.
 - ``make_client(url, **options)``: more clients of the same implementation, closed at teardown.
 
-The whole session runs with ``FERROQ_HOME`` in a temp dir and without ``FERROQ_URL``/``RFQ_REDIS_*``, so
+The whole session runs with ``FERROQ_HOME`` in a temp dir and without ``FERROQ_URL``/``RFQ_REDIS_*`` (nor the
+credential and TLS variables of ``ferroq.connection.ENV``), so
 nothing touches the user's embedded server or their Redis.
 """
 
@@ -35,7 +36,9 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp('fh')
     mp = pytest.MonkeyPatch()
     mp.setenv('FERROQ_HOME', str(home))
-    for name in ('FERROQ_URL', 'RFQ_REDIS_HOST', 'RFQ_REDIS_PORT', 'XDG_DATA_HOME'):
+    from ferroq.connection import ENV
+
+    for name in ('FERROQ_URL', 'RFQ_REDIS_HOST', 'RFQ_REDIS_PORT', 'XDG_DATA_HOME', *ENV.values()):
         mp.delenv(name, raising=False)
     yield home
     with contextlib.suppress(Exception):

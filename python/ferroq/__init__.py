@@ -55,6 +55,7 @@ from ferroq.exceptions import (
     QueueNotFound,
     ServerError,
     ServerUnavailable,
+    TlsError,
 )
 from ferroq.types import (
     GroupInfo,
@@ -105,6 +106,7 @@ __all__ = [
     'Stream',
     'StreamEntry',
     'StreamInfo',
+    'TlsError',
     'Topic',
     'TopicStats',
     'Worker',

@@ -4,6 +4,7 @@ Use it through :mod:`ferroq` (``ferroq.Client``, ``ferroq.AsyncClient``). Every 
 GIL. Errors are the classes of :mod:`ferroq.exceptions`.
 """
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -96,9 +97,15 @@ class Client:
         max_message_bytes: largest message accepted (sum of UTF-8 field and value lengths).
         chunk_size: messages per atomic chunk (one round trip) in publish_batch and publish_stream.
         client_name: ``CLIENT SETNAME`` of every connection.
+        username, password, password_file: credentials when the URL has none (else ``FERROQ_USERNAME``,
+            ``FERROQ_PASSWORD``, ``FERROQ_PASSWORD_FILE``); see :mod:`ferroq.connection`.
+        tls_ca_file, tls_cert_file, tls_key_file: PEM files for a ``rediss://`` URL: the CA that signed the
+            server's certificate (default: the system's roots) and the client certificate and key for
+            mTLS (also as URL query parameters and ``FERROQ_TLS_*`` variables).
+        tls_insecure_skip_verify: do not check the server's certificate or host name (a warning says so).
 
     Raises:
-        InvalidArgument: a bad URL or option.
+        InvalidArgument: a bad URL or option, an unreadable file.
         ServerUnavailable: no URL is configured and the embedded redis-server cannot start.
     """
 
@@ -112,6 +119,13 @@ class Client:
         max_message_bytes: int = 1048576,
         chunk_size: int = 1000,
         client_name: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        password_file: str | os.PathLike[str] | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        tls_cert_file: str | os.PathLike[str] | None = None,
+        tls_key_file: str | os.PathLike[str] | None = None,
+        tls_insecure_skip_verify: bool = False,
     ) -> None: ...
     @property
     def url(self) -> str:
@@ -299,6 +313,13 @@ class AsyncClient:
         max_message_bytes: int = 1048576,
         chunk_size: int = 1000,
         client_name: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        password_file: str | os.PathLike[str] | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        tls_cert_file: str | os.PathLike[str] | None = None,
+        tls_key_file: str | os.PathLike[str] | None = None,
+        tls_insecure_skip_verify: bool = False,
     ) -> None: ...
     @property
     def url(self) -> str: ...

@@ -46,14 +46,32 @@ if TYPE_CHECKING:
     _AnyGroup = Union[ferroq.ConsumerGroup, ferroq.pure.ConsumerGroup]
 
 
+#: Credentials and TLS: the global options and the client keyword arguments they set (no --password: argv is
+#: visible to every user in ps; use --password-file or FERROQ_PASSWORD).
+_CONNECTION_OPTIONS = {
+    '--user': 'username',
+    '--password-file': 'password_file',
+    '--tls-ca-file': 'tls_ca_file',
+    '--tls-cert-file': 'tls_cert_file',
+    '--tls-key-file': 'tls_key_file',
+}
+
+
+def _connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {k: getattr(args, k) for k in _CONNECTION_OPTIONS.values() if getattr(args, k, None)}
+    if getattr(args, 'tls_insecure_skip_verify', False):
+        kwargs['tls_insecure_skip_verify'] = True
+    return kwargs
+
+
 def _client(args: argparse.Namespace) -> _AnyClient:
     if args.pure:
         from ferroq.pure import Client as PureClient
 
-        return PureClient(args.url)
+        return PureClient(args.url, **_connection_kwargs(args))
     from ferroq import Client
 
-    return Client(args.url)
+    return Client(args.url, **_connection_kwargs(args))
 
 
 def _topic(args: argparse.Namespace, client: _AnyClient) -> _AnyTopic:
@@ -734,7 +752,7 @@ def _cmd_spark_release(args: argparse.Namespace, client: _AnyClient) -> int:
             f'spark-release gives the messages that consumer {args.consumer!r} of {args.topic!r} holds back to the '
             'backlog; a live query reading them would lose its batch: add --yes'
         )
-    n = release(server.resolve_url(args.url), args.topic, args.consumer, force=args.force)
+    n = release(server.resolve_url(args.url), args.topic, args.consumer, force=args.force, **_connection_kwargs(args))
     if args.json:
         _print_json({'topic': args.topic, 'consumer': args.consumer, 'released': n})
     else:
@@ -759,6 +777,16 @@ def _parser() -> argparse.ArgumentParser:
                         'FERROQ_URL, then RFQ_REDIS_HOST/PORT, then the embedded server)')  # fmt: skip
     common.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='machine-readable output')
     common.add_argument('--pure', action='store_true', default=argparse.SUPPRESS, help='use the pure-Python client')
+    for flag, text in (
+        ('--user', 'Redis ACL user (default FERROQ_USERNAME)'),
+        ('--password-file', 'file holding the password (default FERROQ_PASSWORD, FERROQ_PASSWORD_FILE)'),
+        ('--tls-ca-file', 'PEM CA that signed the server certificate, rediss:// (default FERROQ_TLS_CA_FILE)'),
+        ('--tls-cert-file', 'PEM client certificate for mTLS (default FERROQ_TLS_CERT_FILE)'),
+        ('--tls-key-file', 'PEM key of the client certificate (default FERROQ_TLS_KEY_FILE)'),
+    ):
+        common.add_argument(flag, default=argparse.SUPPRESS, help=text)
+    common.add_argument('--tls-insecure-skip-verify', action='store_true', default=argparse.SUPPRESS,
+                        help='DANGER: do not check the server certificate or host name')  # fmt: skip
     parser = argparse.ArgumentParser(prog=_PROG, description='Reliable message queues on Redis.', parents=[common])
     verbs = parser.add_subparsers(dest='verb', metavar='COMMAND')
 
@@ -888,7 +916,7 @@ def _run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse printed usage or help
         return exc.code if isinstance(exc.code, int) else 0
-    for name, default in (('url', None), ('json', False), ('pure', False)):
+    for name, default in (('url', None), ('json', False), ('pure', False), ('tls_insecure_skip_verify', False)):
         if not hasattr(args, name):  # not given before nor after the verb
             setattr(args, name, default)
     if args.verb is None:

@@ -25,6 +25,7 @@ __all__ = [
     'QueueNotFound',
     'ServerError',
     'ServerUnavailable',
+    'TlsError',
 ]
 
 
@@ -44,6 +45,15 @@ class ConnectionFailed(FerroqError):
 
     After a drop the outcome of the call is unknown. ferroq's publish and commit are idempotent, so
     repeating them is safe; the client reconnects on its own.
+    """
+
+
+class TlsError(ConnectionFailed):
+    """The TLS handshake with a ``rediss://`` server failed, so nothing was sent.
+
+    The server's certificate is not signed by a trusted CA (give ``tls_ca_file``), has expired or is not
+    valid yet, is for another host name, or the server requires a client certificate (give
+    ``tls_cert_file`` and ``tls_key_file``). Retrying does not help until the setup is fixed.
     """
 
 

@@ -251,9 +251,9 @@ pub struct AsyncClient {
 #[pymethods]
 impl AsyncClient {
     #[new]
-    #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None))]
+    #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=None))]
     #[pyo3(
-        text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None)"
+        text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -265,6 +265,13 @@ impl AsyncClient {
         max_message_bytes: Arg<'_>,
         chunk_size: Arg<'_>,
         client_name: Option<&Bound<'_, PyAny>>,
+        username: Option<Bound<'_, PyAny>>,
+        password: Option<Bound<'_, PyAny>>,
+        password_file: Option<Bound<'_, PyAny>>,
+        tls_ca_file: Option<Bound<'_, PyAny>>,
+        tls_cert_file: Option<Bound<'_, PyAny>>,
+        tls_key_file: Option<Bound<'_, PyAny>>,
+        tls_insecure_skip_verify: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let core = new_core(
             py,
@@ -275,6 +282,15 @@ impl AsyncClient {
             max_message_bytes,
             chunk_size,
             client_name,
+            [
+                username,
+                password,
+                password_file,
+                tls_ca_file,
+                tls_cert_file,
+                tls_key_file,
+                tls_insecure_skip_verify,
+            ],
         )?;
         Ok(Self { core: Arc::new(core) })
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyModuleNotFoundError;
 use pyo3::prelude::*;
-use pyo3::types::{PyIterator, PyString};
+use pyo3::types::{PyDict, PyIterator, PyString};
 
 use crate::bindings::arrow;
 use crate::bindings::convert::{self, repr};
@@ -16,7 +16,7 @@ use crate::bindings::exceptions::{issue_warnings, to_pyerr, IntoPy};
 use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
 use crate::bindings::stream::{Stream, StreamCore};
-use crate::config::{Options, RawOptions};
+use crate::config::{Endpoint, Options, RawOptions};
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::keys::{Queue, TopicKeys};
@@ -113,15 +113,48 @@ pub struct Core {
     closed: AtomicBool,
 }
 
-/// `ferroq.server.resolve_url(url)`: the one place the URL is chosen (may start the embedded server).
-fn resolve_url(py: Python<'_>, url: Option<&str>) -> PyResult<String> {
-    match py.import("ferroq.server") {
-        Ok(server) => server.getattr("resolve_url")?.call1((url,))?.extract(),
+/// Credentials and TLS options of `Client(...)`, passed as given to `ferroq.connection.resolve` (which
+/// checks them, with the pure client, in one place).
+pub type ConnectionArgs<'py> = [(&'static str, Option<Bound<'py, PyAny>>); 7];
+
+/// The names of [`ConnectionArgs`], in order (the keyword arguments of `Client` and `AsyncClient`).
+pub const CONNECTION_ARGS: [&str; 7] = [
+    "username",
+    "password",
+    "password_file",
+    "tls_ca_file",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_insecure_skip_verify",
+];
+
+/// `ferroq.connection.resolve(url, ...)`: the one place the URL, the credentials and the TLS settings are
+/// chosen (may start the embedded server). Without the Python package (Rust tests), the URL as given.
+fn resolve(py: Python<'_>, url: Option<&str>, args: &ConnectionArgs<'_>) -> PyResult<(String, Endpoint)> {
+    let connection = match py.import("ferroq.connection") {
+        Ok(module) => module,
         Err(e) if e.is_instance_of::<PyModuleNotFoundError>(py) && url.is_some() => {
-            Ok(url.unwrap_or_default().to_string())
+            return Ok((url.unwrap_or_default().to_string(), Endpoint::default()))
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
+    };
+    let kwargs = PyDict::new(py);
+    for (name, value) in args {
+        if let Some(value) = value {
+            kwargs.set_item(*name, value)?;
+        }
     }
+    let resolved = connection.getattr("resolve")?.call((url,), Some(&kwargs))?;
+    let text = |name: &str| -> PyResult<Option<String>> { resolved.getattr(name)?.extract() };
+    let endpoint = Endpoint {
+        username: text("username")?,
+        password: text("password")?,
+        tls_ca_file: text("tls_ca_file")?,
+        tls_cert_file: text("tls_cert_file")?,
+        tls_key_file: text("tls_key_file")?,
+        tls_insecure_skip_verify: resolved.getattr("tls_insecure_skip_verify")?.extract()?,
+    };
+    Ok((resolved.getattr("url")?.extract()?, endpoint))
 }
 
 impl Core {
@@ -135,6 +168,7 @@ impl Core {
         max_message_bytes: &Bound<'_, PyAny>,
         chunk_size: &Bound<'_, PyAny>,
         client_name: Option<&Bound<'_, PyAny>>,
+        connection: &ConnectionArgs<'_>,
     ) -> PyResult<Self> {
         // Every option is checked before the URL is resolved (which may start a server).
         let raw = (|| -> Result<RawOptions> {
@@ -179,8 +213,8 @@ impl Core {
                 }
             },
         };
-        let url = resolve_url(py, url.as_deref())?;
-        let opts = Arc::new(Options::new(&url, &raw).py_err(py)?);
+        let (url, endpoint) = resolve(py, url.as_deref(), connection)?;
+        let opts = Arc::new(Options::new(&url, &raw).py_err(py)?.with_endpoint(endpoint));
         let pool = Arc::new(Pool::new(opts.clone()).py_err(py)?);
         Ok(Self {
             opts,
@@ -640,9 +674,9 @@ pub struct Client {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None))]
+    #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=None))]
     #[pyo3(
-        text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None)"
+        text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -654,6 +688,13 @@ impl Client {
         max_message_bytes: Arg<'_>,
         chunk_size: Arg<'_>,
         client_name: Option<&Bound<'_, PyAny>>,
+        username: Option<Bound<'_, PyAny>>,
+        password: Option<Bound<'_, PyAny>>,
+        password_file: Option<Bound<'_, PyAny>>,
+        tls_ca_file: Option<Bound<'_, PyAny>>,
+        tls_cert_file: Option<Bound<'_, PyAny>>,
+        tls_key_file: Option<Bound<'_, PyAny>>,
+        tls_insecure_skip_verify: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let core = new_core(
             py,
@@ -664,6 +705,15 @@ impl Client {
             max_message_bytes,
             chunk_size,
             client_name,
+            [
+                username,
+                password,
+                password_file,
+                tls_ca_file,
+                tls_cert_file,
+                tls_key_file,
+                tls_insecure_skip_verify,
+            ],
         )?;
         Ok(Self { core: Arc::new(core) })
     }
@@ -769,7 +819,10 @@ pub fn new_core(
     max_message_bytes: Arg<'_>,
     chunk_size: Arg<'_>,
     client_name: Option<&Bound<'_, PyAny>>,
+    connection: [Option<Bound<'_, PyAny>>; 7],
 ) -> PyResult<Core> {
+    let mut names = CONNECTION_ARGS.iter();
+    let connection: ConnectionArgs<'_> = connection.map(|value| (*names.next().unwrap_or(&""), value));
     let d = RawOptions::default();
     fn or<'py>(a: Arg<'py>, default: Bound<'py, PyAny>) -> Bound<'py, PyAny> {
         a.0.unwrap_or(default)
@@ -785,6 +838,7 @@ pub fn new_core(
         &or(max_message_bytes, int(d.max_message_bytes)?),
         &or(chunk_size, int(d.chunk_size)?),
         client_name,
+        &connection,
     )
 }
 

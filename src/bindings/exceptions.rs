@@ -21,6 +21,7 @@ fn module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 fn class_name(kind: &ErrorKind) -> &'static str {
     match kind {
         ErrorKind::Connection | ErrorKind::Closed | ErrorKind::Loading => "ConnectionFailed",
+        ErrorKind::Tls => "TlsError",
         ErrorKind::Timeout => "CommandTimeout",
         ErrorKind::ServerUnavailable => "ServerUnavailable",
         ErrorKind::InvalidArgument => "InvalidArgument",

@@ -13,6 +13,7 @@ from ferroq import exceptions as ex
     ('cls', 'bases'),
     [
         (ex.ConnectionFailed, (ex.FerroqError,)),
+        (ex.TlsError, (ex.ConnectionFailed, ex.FerroqError)),
         (ex.CommandTimeout, (ex.FerroqError,)),
         (ex.ServerUnavailable, (ex.FerroqError,)),
         (ex.InvalidArgument, (ex.FerroqError, ValueError)),

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, TypeVar, Union
 
 from redis import exceptions as rex
 
-from ferroq import protocol, server
+from ferroq import connection, protocol
 from ferroq.exceptions import (
     BatchError,
     CommandTimeout,
@@ -44,6 +44,7 @@ from ferroq.exceptions import (
     PermissionDenied,
     ProtocolError,
     ServerError,
+    TlsError,
 )
 from ferroq.protocol import keys
 from ferroq.types import InspectEntry, Message, StreamEntry, TopicStats, published_at
@@ -146,6 +147,8 @@ class Settings:
     max_message_bytes: int
     chunk_size: int
     client_name: str | None
+    #: Credentials and TLS settings (:func:`ferroq.connection.resolve`).
+    endpoint: connection.Endpoint = field(default_factory=lambda: connection.Endpoint('', ''), repr=False)
 
     def pool_kwargs(self) -> dict[str, Any]:
         """redis-py connection options shared by both clients' pools (they add their own ``retry``)."""
@@ -157,6 +160,7 @@ class Settings:
         }
         if self.client_name is not None:
             kwargs['client_name'] = self.client_name
+        kwargs.update(self.endpoint.redis_py_kwargs())
         return kwargs
 
     @property
@@ -174,8 +178,12 @@ def settings(
     max_message_bytes: int,
     chunk_size: int,
     client_name: str | None,
+    **connection_options: Any,
 ) -> Settings:
-    """Validate the client options, then resolve the URL (which may start the embedded server)."""
+    """Validate the client options, then resolve the URL (which may start the embedded server).
+
+    ``connection_options``: the credentials and TLS options of :func:`ferroq.connection.resolve`.
+    """
     pool_size = check_count(pool_size, 'pool_size', 64)
     timeouts = []
     for name, value in (('connect_timeout', connect_timeout), ('command_timeout', command_timeout)):
@@ -187,15 +195,15 @@ def settings(
     chunk_size = check_count(chunk_size, 'chunk_size')
     if client_name is not None and (not isinstance(client_name, str) or not re.fullmatch(r'[!-~]+', client_name)):
         raise InvalidArgument(f'client_name must be a non-empty str without spaces, got {client_name!r}')
-    if url is not None and not isinstance(url, str):
-        raise InvalidArgument(f'url must be a str, got {type(url).__name__}')
-    resolved = server.resolve_url(url)
-    shown = server.redact_url(resolved)
-    if not resolved.startswith(_SCHEMES):
-        raise InvalidArgument(f'invalid Redis URL "{shown}": use redis://host:port/db or unix:///path/to/redis.sock')
+    endpoint = connection.resolve(url, **connection_options)
+    if not endpoint.url.startswith(_SCHEMES):
+        raise InvalidArgument(
+            f'invalid Redis URL "{endpoint.shown_url}": use redis://host:port/db or unix:///path/to/redis.sock'
+        )
     return Settings(
-        url=resolved,
-        shown_url=shown,
+        url=endpoint.url,
+        shown_url=endpoint.shown_url,
+        endpoint=endpoint,
         pool_size=pool_size,
         connect_timeout=timeouts[0],
         command_timeout=timeouts[1],
@@ -213,9 +221,11 @@ def invalid_url(ctx: Settings, exc: Exception) -> InvalidArgument:
 def scrub(ctx: Settings, text: str) -> str:
     """``text`` with the URL and its password masked (redis-py messages may quote either)."""
     text = text.replace(ctx.url, ctx.shown_url)
-    password = _password(ctx.url)
     # A very short secret would mask unrelated text; redis-py never quotes the password anyway.
-    return text.replace(password, '***') if password and len(password) >= 4 else text
+    for password in (_password(ctx.url), ctx.endpoint.password):
+        if password and len(password) >= 4:
+            text = text.replace(password, '***')
+    return text
 
 
 def _password(url: str) -> str | None:
@@ -539,6 +549,10 @@ _CODES: dict[type[Exception], str] = {
 }
 
 
+#: Redis's words when a script calls a command its ACL user may not run (``SCRIPT_NOPERM`` in src/errors.rs).
+_SCRIPT_NOPERM = "user executing the script can't run this command"
+
+
 def _error_text(exc: rex.RedisError) -> tuple[str, str]:
     """(code, full message) of an error reply; redis-py strips the code of the errors it knows."""
     text = str(exc)
@@ -559,14 +573,18 @@ def map_error(exc: BaseException, ctx: Settings) -> FerroqError:
     if isinstance(exc, rex.BusyLoadingError):
         return ConnectionFailed(f'Redis at {url} is loading its dataset')
     if isinstance(exc, rex.ConnectionError):
-        return ConnectionFailed(f'connection to Redis at {url} failed: {scrub(ctx, str(exc))}')
+        text = scrub(ctx, str(exc))
+        tls = tls_failure(text, ctx.endpoint)
+        if tls is not None:
+            return TlsError(f'TLS handshake with Redis at {url} failed: {tls} ({text})')
+        return ConnectionFailed(f'connection to Redis at {url} failed: {text}')
     if isinstance(exc, rex.TimeoutError):
         return CommandTimeout(f'Redis at {url} did not answer in time')
     if isinstance(exc, rex.ResponseError):
         code, text = _error_text(exc)
         if code == 'OOM':
             return OutOfMemory(text)
-        if code in ('NOPERM', 'NOAUTH', 'WRONGPASS'):
+        if code in ('NOPERM', 'NOAUTH', 'WRONGPASS') or _SCRIPT_NOPERM in text:
             return PermissionDenied(text)
         return ServerError(text, code)
     if isinstance(exc, (rex.InvalidResponse, UnicodeDecodeError)):
@@ -574,6 +592,42 @@ def map_error(exc: BaseException, ctx: Settings) -> FerroqError:
     if isinstance(exc, rex.RedisError):
         return ServerError(scrub(ctx, str(exc)), 'ERR')
     return FerroqError(f'{type(exc).__name__}: {exc}')
+
+
+#: OpenSSL's words for a failed handshake -> what to fix (the same words as the native client's).
+_TLS_REASONS = (
+    (('unable to get local issuer', 'self-signed certificate', 'self signed certificate', 'unknown ca'),
+     "the server's certificate is not signed by a trusted CA (give the CA with tls_ca_file)"),
+    (('certificate has expired',), "the server's certificate has expired"),
+    (('mismatch', 'not valid for'), "the server's certificate is not valid for this host name"),
+    (('certificate is not yet valid',), "the server's certificate is not valid yet"),
+    (('CERTIFICATE_REQUIRED', 'HANDSHAKE_FAILURE'),
+     'the server requires a client certificate (give tls_cert_file and tls_key_file)'),
+)  # fmt: skip
+
+
+#: How redis-py reports a TLS connection the server closed (see :func:`tls_failure`).
+_CLOSED_AFTER_HANDSHAKE = ('EOF occurred in violation of protocol', 'Connection reset by peer', 'Broken pipe')
+_NO_CLIENT_CERTIFICATE = (
+    'the server closed the connection (when it does so at every connect, it requires a client certificate: '
+    'give tls_cert_file and tls_key_file)'
+)
+
+
+def tls_failure(text: str, endpoint: connection.Endpoint) -> str | None:
+    """What went wrong in a TLS handshake that redis-py reported as ``text``; None when it is not TLS."""
+    if not endpoint.tls:
+        return None
+    if '[SSL' in text:
+        for words, reason in _TLS_REASONS:
+            if any(w in text for w in words):
+                return reason
+        return 'the TLS handshake failed'
+    if endpoint.tls_cert_file is None and any(w in text for w in _CLOSED_AFTER_HANDSHAKE):
+        # TLS 1.3: the server checks the client's certificate after the client has finished its part of the
+        # handshake, then closes; the client's first write may meet the close before the server's alert.
+        return _NO_CLIENT_CERTIFICATE
+    return None
 
 
 def reply_error(ctx: Settings, what: str, reply: object) -> ProtocolError:

@@ -68,6 +68,13 @@ class Client:
         max_message_bytes: int = 1048576,
         chunk_size: int = 1000,
         client_name: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        password_file: str | os.PathLike[str] | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
+        tls_cert_file: str | os.PathLike[str] | None = None,
+        tls_key_file: str | os.PathLike[str] | None = None,
+        tls_insecure_skip_verify: bool = False,
     ) -> None:
         self._ctx = _ops.settings(
             url,
@@ -77,6 +84,13 @@ class Client:
             max_message_bytes=max_message_bytes,
             chunk_size=chunk_size,
             client_name=client_name,
+            username=username,
+            password=password,
+            password_file=password_file,
+            tls_ca_file=tls_ca_file,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
+            tls_insecure_skip_verify=tls_insecure_skip_verify,
         )
         self._closed = False
         self._policy_checked = False

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
+from ferroq.connection import resolve as resolve_connection
 from ferroq.exceptions import InvalidArgument
 from ferroq.server import redact_url
 
@@ -68,6 +69,15 @@ OPTIONS: tuple[Option, ...] = (
     _opt('url', _ALL_MODES, _ALL_KINDS, 'FERROQ_URL', 'the Redis URL (redis://, rediss://, unix://)'),
     _opt('username', _ALL_MODES, _ALL_KINDS, '', 'the Redis ACL user, added to url'),
     _opt('password', _ALL_MODES, _ALL_KINDS, '', 'the Redis password, added to url (redacted in plans)'),
+    _opt('password_file', _ALL_MODES, _ALL_KINDS, '', 'a file holding the password, read on the driver'),
+    _opt('tls_ca_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM CA of the server certificate (path on every node)'),
+    _opt(
+        'tls_cert_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM client certificate for mTLS (path on every node)'
+    ),
+    _opt(
+        'tls_key_file', _ALL_MODES, _ALL_KINDS, '', 'rediss://: PEM key of the client certificate (path on every node)'
+    ),
+    _opt('tls_insecure_skip_verify', _ALL_MODES, _ALL_KINDS, 'false', 'DANGER: no server certificate or host check'),
     _opt('pool_size', _ALL_MODES, _ALL_KINDS, '2', 'connections per Python worker process'),
     _opt('chunk_size', _ALL_MODES, _ALL_KINDS, '1000', 'messages per atomic script call'),
     _opt('connect_timeout', _ALL_MODES, _ALL_KINDS, '5', 'seconds'),
@@ -107,6 +117,10 @@ class Connection:
     connect_timeout: float = 5.0
     command_timeout: float = 10.0
     max_message_bytes: int = 1048576
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_insecure_skip_verify: bool = False
 
     def client_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``ferroq.Client`` (and ``ferroq.pure.Client``) for this connection."""
@@ -116,6 +130,10 @@ class Connection:
             'connect_timeout': self.connect_timeout,
             'command_timeout': self.command_timeout,
             'max_message_bytes': self.max_message_bytes,
+            'tls_ca_file': self.tls_ca_file,
+            'tls_cert_file': self.tls_cert_file,
+            'tls_key_file': self.tls_key_file,
+            'tls_insecure_skip_verify': self.tls_insecure_skip_verify,
         }
 
 
@@ -265,6 +283,12 @@ def _connection(given: Mapping[str, str]) -> Connection:
         )
     shown = redact_url(url)
     username, password = given.get('username'), given.get('password')
+    password_file = given.get('password_file')
+    if password_file is not None:
+        if password is not None:
+            raise InvalidArgument('options password and password_file conflict: give one')
+        # Read here, on the driver, so executors need no copy of the file (the plan carries it, unshown).
+        password = resolve_connection('redis://127.0.0.1:1/0', password_file=password_file).password
     if username is not None or password is not None:
         scheme, sep, rest = url.partition('://')
         if scheme not in ('redis', 'rediss') or not sep:
@@ -284,6 +308,10 @@ def _connection(given: Mapping[str, str]) -> Connection:
         connect_timeout=_seconds(given, 'connect_timeout', 5.0, 3600) or 5.0,
         command_timeout=_seconds(given, 'command_timeout', 10.0, 3600) or 10.0,
         max_message_bytes=_int(given, 'max_message_bytes', 1, 512 * 1024 * 1024) or 1048576,
+        tls_ca_file=given.get('tls_ca_file') or None,
+        tls_cert_file=given.get('tls_cert_file') or None,
+        tls_key_file=given.get('tls_key_file') or None,
+        tls_insecure_skip_verify=_bool(given, 'tls_insecure_skip_verify', False),
     )
     # The client checks the URL's form the same way it would on an executor; it connects on first use only.
     ferroq.Client(url, **connection.client_kwargs())
