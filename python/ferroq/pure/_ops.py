@@ -892,24 +892,43 @@ def _claim_now(
     return (yield from _with_bodies(ctx, 'rfq/claim-8n', topics, token, reply))
 
 
-def _with_bodies(ctx: Settings, name: str, topics: list[TopicKeys], token: str, reply: Any) -> Plan[list[Message]]:
-    """The messages of a claim-8n (or resume-6) reply, ``now_ms``, then per topic ``topic_index, ids, n`` and
-    n (position, delivery count) pairs, with their bodies fetched in one pipeline. A message whose body is
-    gone (committed or purged by someone else after its id was queued) is committed away, not returned."""
+def claim_reply(reply: Any, ntopics: int) -> list[tuple[int, str, int]]:
+    """(topic index, id, delivery count) of each message of a claim-8n (or resume-6) reply: ``now_ms``, then per
+    topic ``topic_index, ids, n`` (the ids in one space-separated string) and n (position, delivery count)
+    pairs for the ids claimed before. Strings may be bytes (a raw connection). Raises ValueError on any
+    other shape."""
+
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
     try:
-        held: list[tuple[TopicKeys, str, int]] = []
+        out: list[tuple[int, str, int]] = []
         items = iter(reply)
         next(items)  # now_ms
         for ti in items:
-            if int(ti) < 1:
-                raise IndexError
-            topic, ids, n = topics[int(ti) - 1], str(next(items)).split(' '), int(next(items))
+            topic = int(ti) - 1
+            if not 0 <= topic < ntopics:
+                raise ValueError(f'topic index {ti}')
+            ids, n = text(next(items)).split(' '), int(next(items))
             counts = [1] * len(ids)
             for _ in range(n):
                 at = int(next(items))
+                if not 1 <= at <= len(ids):
+                    raise ValueError(f'position {at}')
                 counts[at - 1] = int(next(items))
-            held += [(topic, i, d) for i, d in zip(ids, counts)]
-    except (TypeError, ValueError, IndexError, StopIteration):
+            out += [(topic, i, d) for i, d in zip(ids, counts)]
+        return out
+    except (TypeError, IndexError, StopIteration):
+        raise ValueError('cut short') from None
+
+
+def _with_bodies(ctx: Settings, name: str, topics: list[TopicKeys], token: str, reply: Any) -> Plan[list[Message]]:
+    """The messages of a claim-8n (or resume-6) reply (:func:`claim_reply`), with their bodies fetched in one
+    pipeline. A message whose body is gone (committed or purged by someone else after its id was queued) is
+    committed away, not returned."""
+    try:
+        held = [(topics[ti], msg_id, d) for ti, msg_id, d in claim_reply(reply, len(topics))]
+    except ValueError:
         raise reply_error(ctx, name, reply) from None
     if not held:
         return []

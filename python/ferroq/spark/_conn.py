@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import redis
 
 import ferroq
+from ferroq.exceptions import FerroqError
 from ferroq.protocol import script_source
 from ferroq.pure import _ops
 from ferroq.spark._options import Connection
@@ -69,13 +70,18 @@ class Raw:
         except redis.RedisError as exc:
             raise _ops.map_error(exc, self._ctx) from None
 
+    def reply_error(self, what: str, reply: object) -> FerroqError:
+        """The error for a reply of ``what`` that does not have the protocol's shape."""
+        return _ops.reply_error(self._ctx, what, reply)
+
     def call(self, command: str, *args: Any, **kwargs: Any) -> Any:
         """One redis-py command method by name, e.g. ``call('lrange', key, 0, -1)``."""
         return self.run(lambda r: getattr(r, command)(*args, **kwargs))
 
-    def script(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Runs ``lua/spark/<name>.lua`` (after the shared prelude): EVALSHA, loading it when needed."""
+    def script(self, name: str, keys: list[str], args: list[Any], protocol: str = 'spark') -> Any:
+        """Runs ``lua/<protocol>/<name>.lua`` (after the shared prelude): EVALSHA, loading it when needed."""
+        name = f'{protocol}/{name}'
         script = self._scripts.get(name)
         if script is None:
-            script = self._scripts[name] = self.redis.register_script(script_source(f'spark/{name}'))
+            script = self._scripts[name] = self.redis.register_script(script_source(name))
         return self.run(lambda _: script(keys=keys, args=args))

@@ -26,12 +26,12 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ferroq.protocol import keys
+from ferroq.pure import _ops
 from ferroq.spark import _conn, _lock
 from ferroq.spark._admin import ledger_messages
 from ferroq.spark._options import Plan
 from ferroq.spark._read import Span, topic_batches
 from ferroq.spark._rows import BATCH_ROWS
-from ferroq.types import Message
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,23 +112,32 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return seq
 
     def _claim(self, raw: _conn.Raw, seq: int, rows: int) -> int:
-        """Claims up to ``rows`` messages into ledger ``seq``; returns how many it holds."""
-        topic, owner, lease = self._topic(), _owner(self.plan.consumer, seq), self.plan.claim_ttl
-        held: list[Message] = []
+        """Claims up to ``rows`` messages into ledger ``seq``; returns how many it holds.
+
+        The planner needs ids only (the executors read the bodies), so it runs the claim script itself
+        instead of ``Topic.claim``, which would fetch every body."""
+        owner, lease = _owner(self.plan.consumer, seq), self.plan.claim_ttl
+        entries: list[str] = []
         if not self._checked_orphans:
-            # Claims of a planner that died before writing this ledger: they come back with new tokens.
-            held = list(topic.resume(owner, lease=lease))[:rows]
+            # Claims of a planner that died before writing this ledger: they come back under a new claim.
+            entries = [f'{m.id} {m.claim}' for m in self._topic().resume(owner, lease=lease)][:rows]
             self._checked_orphans = True
-        while len(held) < rows:
-            got = topic.claim(count=min(CLAIM_STEP, rows - len(held)), lease=lease, owner=owner)
+        topic = _ops.topic_keys(self.plan.target.name)
+        lease_ms = str(_ops.check_lease(lease))
+        while len(entries) < rows:
+            token = _ops.new_claim_token()
+            args = [min(CLAIM_STEP, rows - len(entries)), lease_ms, '', owner, token]
+            reply = raw.script('claim-8n', topic.eight, args, protocol='rfq')
+            try:
+                got = _ops.claim_reply(reply, 1)
+            except ValueError:
+                raise raw.reply_error('rfq/claim-8n', reply) from None
             if not got:
                 break
-            held.extend(got)
-        if held:
-            entries = [f'{m.id} {m.claim}' for m in held]
-            for i in range(0, len(entries), CLAIM_STEP):
-                raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
-        return len(held)
+            entries += [f'{msg_id} {token}' for _, msg_id, _ in got]
+        for i in range(0, len(entries), CLAIM_STEP):
+            raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
+        return len(entries)
 
     def _track_open_ledgers(self, raw: _conn.Raw, begin: int) -> None:
         """A planner that starts (a restarted query) renews the leases of the ledgers still open, from now on."""
