@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -57,3 +59,26 @@ def run_in_threads(work: Callable[[int], object], n: int, timeout: float = 60.0)
 def queue_keys(r: Any, pattern: str = '*') -> set[str]:
     """The keys matching ``pattern`` except the send records (``...:published:<token>``), which expire by themselves."""
     return {k for k in r.keys(pattern) if ':published:' not in k}
+
+
+def signal_when(
+    proc: subprocess.Popen[str], sig: int, ready: Callable[[], bool], timeout: float = 20.0
+) -> tuple[str, str]:
+    """Send ``sig`` to ``proc`` once ``ready()`` holds (polled), then wait for its exit; returns (stdout, stderr).
+
+    Fails if the process exits first or ``ready()`` stays false for ``timeout`` seconds; the process is killed
+    if it is still running at the end.
+    """
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, f'the process exited first ({proc.returncode})'
+            assert time.monotonic() < deadline, f'not ready after {timeout} s'
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return stdout, stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
