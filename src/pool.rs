@@ -188,6 +188,8 @@ impl Pool {
                             self.opts.connect_timeout.as_secs_f64()
                         ),
                     ),
+                    // The handshake's reply was not RESP.
+                    ErrorKind::Protocol => Error::not_redis(self.shown_url()),
                     _ => err,
                 }
             })?;

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 
 import pytest
@@ -197,3 +200,41 @@ def test_ping_obeys_command_timeout(make_client, redis_url, r):
         assert time.monotonic() - start < 0.95
     finally:
         r.execute_command('CLIENT', 'UNPAUSE')
+
+
+class _NotRedis:
+    """A loopback TCP server that answers every connection with ``reply`` (an HTTP or SSH server's words)."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.sock = socket.create_server(('127.0.0.1', 0))
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):  # the socket is closed at teardown
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    conn.settimeout(10)
+                    with contextlib.suppress(OSError):
+                        conn.recv(65536)
+                        conn.sendall(self.reply)
+
+
+@pytest.mark.parametrize(
+    'reply',
+    [b'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', b'SSH-2.0-OpenSSH_9.2\r\n'],
+    ids=['http', 'ssh'],
+)
+def test_a_server_that_is_not_redis_is_one_clear_line(make_client, reply):
+    server = _NotRedis(reply)
+    try:
+        url = f'redis://127.0.0.1:{server.port}/0'
+        c = make_client(url, connect_timeout=5.0, command_timeout=5.0)
+        for call in (lambda: c.topic('jobs').publish({'n': '0'}), c.ping):
+            with pytest.raises(ConnectionFailed) as info:
+                call()
+            assert str(info.value) == f'the server at {url} does not speak the Redis protocol (not a Redis server?)'
+    finally:
+        server.sock.close()
