@@ -20,7 +20,7 @@ from typing import IO, Any, Callable, TypeVar
 
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument, InvalidMessage
 
-__all__ = ['DEFAULT_CHUNK', 'add_file_options', 'fields_from_json', 'publish_file']
+__all__ = ['DEFAULT_CHUNK', 'add_file_options', 'fields_from_json', 'lines_error', 'publish_file']
 
 #: Lines per chunk: the clients' default chunk_size, so each chunk is one atomic script call.
 DEFAULT_CHUNK = 1000
@@ -51,6 +51,13 @@ def fields_from_json(text: str, where: str) -> dict[str, str]:
             shown = json.dumps(item)
             raise InvalidMessage(f'{where}: message field {key!r} must be a str (or a number), got {shown}')
     return fields
+
+
+def lines_error(exc: BatchError, lines: list[int], outcome: str) -> InvalidMessage:
+    """``exc`` of a batch read from lines, its bad items named by line number (``lines[i]``: item i's)."""
+    named = '; '.join(f'line {lines[i]}: {e}' for i, e in exc.errors[: BatchError.NAMED])
+    more = len(exc.errors) - BatchError.NAMED
+    return InvalidMessage(f'{named}' + (f'; and {more} more bad lines' if more > 0 else '') + f'; {outcome}')
 
 
 def add_file_options(source: Any, p: argparse.ArgumentParser, what: str) -> None:
@@ -152,12 +159,7 @@ def publish_file(
                 try:
                     published += len(send(items)) if items else 0
                 except BatchError as exc:
-                    bad = ', '.join(f'line {lines[i]}: {e}' for i, e in exc.errors[:3])
-                    more = f' (and {len(exc.errors) - 3} more)' if len(exc.errors) > 3 else ''
-                    raise BatchError(
-                        f'{bad}{more}; nothing of lines {lines[0]}-{lines[-1]} was written',
-                        [(i + published, e) for i, e in exc.errors],
-                    ) from None
+                    raise lines_error(exc, lines, f'nothing of lines {lines[0]}-{lines[-1]} was written') from None
                 progress.advance(size, published)
         except FerroqError as exc:
             error = exc

@@ -116,8 +116,7 @@ def _publish(args: argparse.Namespace, one: Callable[[dict[str, str]], str],
     try:
         ids = batch(messages)
     except BatchError as exc:
-        details = '; '.join(f'line {lines[i]}: {error}' for i, error in exc.errors[:10])
-        raise BatchError(f'{exc} ({details})', exc.errors) from None
+        raise _bulk.lines_error(exc, lines, 'nothing was written') from None
     _lines(args, ids)
     return 0
 
