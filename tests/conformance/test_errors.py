@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
 
 import pytest
 
 from _checks import bodies
-from _redis import PASSWORD, free_port
+from _redis import PASSWORD, NotRedisServer, free_port
 from ferroq.exceptions import CommandTimeout, ConnectionFailed, FerroqError, OutOfMemory, PermissionDenied
 
 
@@ -202,39 +199,19 @@ def test_ping_obeys_command_timeout(make_client, redis_url, r):
         r.execute_command('CLIENT', 'UNPAUSE')
 
 
-class _NotRedis:
-    """A loopback TCP server that answers every connection with ``reply`` (an HTTP or SSH server's words)."""
-
-    def __init__(self, reply: bytes) -> None:
-        self.sock = socket.create_server(('127.0.0.1', 0))
-        self.port = self.sock.getsockname()[1]
-        self.reply = reply
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):  # the socket is closed at teardown
-            while True:
-                conn, _ = self.sock.accept()
-                with conn:
-                    conn.settimeout(10)
-                    with contextlib.suppress(OSError):
-                        conn.recv(65536)
-                        conn.sendall(self.reply)
-
-
 @pytest.mark.parametrize(
     'reply',
     [b'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', b'SSH-2.0-OpenSSH_9.2\r\n'],
     ids=['http', 'ssh'],
 )
 def test_a_server_that_is_not_redis_is_one_clear_line(make_client, reply):
-    server = _NotRedis(reply)
+    server = NotRedisServer(reply)
     try:
-        url = f'redis://127.0.0.1:{server.port}/0'
+        url = server.url
         c = make_client(url, connect_timeout=5.0, command_timeout=5.0)
         for call in (lambda: c.topic('jobs').publish({'n': '0'}), c.ping):
             with pytest.raises(ConnectionFailed) as info:
                 call()
             assert str(info.value) == f'the server at {url} does not speak the Redis protocol (not a Redis server?)'
     finally:
-        server.sock.close()
+        server.close()

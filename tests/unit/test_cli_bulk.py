@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from _redis import NotRedisServer
 from ferroq.protocol import keys
 
 
@@ -176,3 +177,15 @@ def test_cli_and_api_accept_the_same_fields(redis_url, r, flags, make_client, cl
         else:
             assert out.stderr == f'ferroq: error: {api_error}\n'
         assert r.exists('rfq:cli:backlog') == 0
+
+
+def test_a_server_that_is_not_redis_is_one_line(flags):
+    server = NotRedisServer(b'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
+    try:
+        out = ferroq(server.url, *flags, 'list-topics')
+    finally:
+        server.close()
+    assert out.returncode == 1
+    assert out.stderr == (
+        f'ferroq: error: the server at {server.url} does not speak the Redis protocol (not a Redis server?)\n'
+    )
