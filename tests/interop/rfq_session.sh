@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One rfq shell session, run by tests/interop/test_rfq_cli.py with CLI=rfq (the real rfq 1.4.0) and with
 # CLI=ferroq on the same topics: their standard output (ids aside) and the Redis state they leave must match.
-# Each command's exit status is printed after it ("-> N"), so exit statuses are compared too.
+# Each command's exit status is printed after it ("-> N"), so exit statuses are compared too. Every verb
+# appears with its short and its long flags; the long ones are rfq 0.1's (list-topics, list-queue, purge-queue,
+# publish, consume and harvest with --topic, --queue, --message).
 set -u
 run() {
     "$CLI" "$@"
