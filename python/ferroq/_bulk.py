@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any, Callable, TypeVar
 
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument, InvalidMessage
@@ -145,24 +146,48 @@ def publish_file(
     parse: Callable[[str, int], Item | None],
     send: Callable[[list[Item]], list[str]],
 ) -> int:
-    """Send ``args.file`` chunk by chunk with ``send``; ``target`` names the queue in the summary line."""
+    """Send ``args.file`` chunk by chunk with ``send``; ``target`` names the queue in the summary line.
+
+    One chunk is sent (on a helper thread: the clients release the GIL while they wait) while the next one
+    is read and parsed, never more; a chunk is sent only once the one before it succeeded.
+    """
     if args.chunk < 1:
         raise InvalidArgument(f'--chunk must be at least 1, got {args.chunk}')
     source = 'standard input' if args.file == '-' else args.file
     published = 0
     started = time.monotonic()
     error: FerroqError | None = None
-    with _open(args.file) as (f, total):
-        progress = _Progress(f'{target}', total)
+    with _open(args.file) as (f, total), ThreadPoolExecutor(1, thread_name_prefix='ferroq-bulk') as sender:
+        progress = _Progress(target, total)
+        in_flight: tuple[Future[list[str]], list[int], int] | None = None
+
+        def settle() -> None:
+            """Wait for the chunk in flight and count it."""
+            nonlocal in_flight, published
+            assert in_flight is not None
+            (sent, lines, size), in_flight = in_flight, None
+            try:
+                published += len(sent.result())
+            except BatchError as exc:
+                raise lines_error(exc, lines, f'nothing of lines {lines[0]}-{lines[-1]} was written') from None
+            progress.advance(size, published)
+
         try:
-            for items, lines, size in _chunks(f, parse, args.chunk):
+            try:
+                for items, lines, size in _chunks(f, parse, args.chunk):
+                    if in_flight is not None:
+                        settle()
+                    if items:
+                        in_flight = sender.submit(send, items), lines, size
+                    else:
+                        progress.advance(size, published)
+            except FerroqError as exc:
+                error = exc
+            if in_flight is not None:
                 try:
-                    published += len(send(items)) if items else 0
-                except BatchError as exc:
-                    raise lines_error(exc, lines, f'nothing of lines {lines[0]}-{lines[-1]} was written') from None
-                progress.advance(size, published)
-        except FerroqError as exc:
-            error = exc
+                    settle()
+                except FerroqError as exc:
+                    error = exc  # its lines come before those of an error while reading
         finally:
             progress.stop()
     seconds = time.monotonic() - started

@@ -189,3 +189,18 @@ def test_a_server_that_is_not_redis_is_one_line(flags):
     assert out.stderr == (
         f'ferroq: error: the server at {server.url} does not speak the Redis protocol (not a Redis server?)\n'
     )
+
+
+def test_the_first_bad_line_is_reported_while_the_next_chunk_is_read(redis_url, r, flags, tmp_path):
+    """Chunk 2 is refused by the client while chunk 3 (with bad JSON) is being read: line 700 is the error."""
+    lines = _messages(1500)
+    lines[699] = '{"": "no name"}'
+    lines[1199] = 'not json'
+    path = _jsonl(tmp_path / 'messages.jsonl', lines)
+    out = ferroq(redis_url, *flags, 'publish', '-t', 'jobs', '--file', str(path), '--chunk', '500')
+    assert out.returncode == 2
+    assert out.stderr == (
+        'ferroq: error: line 700: message field names must be non-empty; nothing of lines 501-1000 was written\n'
+    )
+    assert out.stdout.startswith(f'published 500 messages from {path} to topic jobs before the error')
+    assert r.llen('rfq:jobs:backlog') == 500
