@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import ferroq
 import ferroq.pure
+from _redis import NotRedisServer
 from ferroq import exceptions as ex
 
 
@@ -118,3 +122,24 @@ def test_clients_batch_errors_name_the_bad_items(client_cls):
         )
     finally:
         c.close()
+
+
+def test_not_a_redis_server_without_hiredis():
+    """redis-py's own parser words a bad reply differently from hiredis: the pure client's error is the same."""
+    server = NotRedisServer(b'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
+    code = (
+        "import sys; sys.modules['hiredis'] = None\n"  # as if hiredis were not installed
+        'import redis.utils, ferroq.pure\n'
+        'assert not redis.utils.HIREDIS_AVAILABLE\n'
+        f"c = ferroq.pure.Client('{server.url}')\n"
+        'try:\n'
+        '    c.topics()\n'
+        'except ferroq.ConnectionFailed as exc:\n'
+        '    print(exc)\n'
+    )
+    try:
+        out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f'the server at {server.url} does not speak the Redis protocol (not a Redis server?)\n'
