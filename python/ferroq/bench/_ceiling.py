@@ -9,12 +9,13 @@ be built beforehand too: the producer stream runs first and the consumer stream 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -38,10 +39,18 @@ def resp(*args: str | bytes | int) -> bytes:
     return b''.join(parts)
 
 
-def rfq_publish_stream(topic: str, ids: Sequence[str], body: str) -> bytes:
-    """rfq publish per message: HSET message:<id> payload <body>, LPUSH backlog <id>."""
+def rfq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int = 1000) -> bytes:
+    """rfq publish at the server's floor: HSET message:<id> payload <body> per message, one LPUSH per batch.
+
+    Not idempotent (a resent batch is pushed twice): the least a publish can cost the server.
+    """
     backlog, _, prefix = rfq_keys(topic)
-    return b''.join(resp('HSET', prefix + i, 'payload', body) + resp('LPUSH', backlog, i) for i in ids)
+    out = []
+    for s in range(0, len(ids), batch):
+        chunk = ids[s : s + batch]
+        out += [resp('HSET', prefix + i, 'payload', body) for i in chunk]
+        out.append(resp('LPUSH', backlog, *chunk))
+    return b''.join(out)
 
 
 def rfq_claim_commit_stream(topic: str, ids: Sequence[str], batch: int = 1000) -> bytes:
@@ -138,7 +147,10 @@ class Ceiling:
 
 CEILINGS = (
     Ceiling(
-        'rfq', 'rfq publish', 'rfq claim+commit', ('HSET + LPUSH', 'LMOVE, HGETALL, LREM -1, DEL (batches of 1000)')
+        'rfq',
+        'rfq publish',
+        'rfq claim+commit',
+        ('HSET, one LPUSH per 1000', 'LMOVE, HGETALL, LREM -1, DEL (batches of 1000)'),
     ),
     # Not a target: what ferroq's own scripts (leases, delivery counts, fencing) cost the server per message.
     Ceiling(
@@ -288,6 +300,55 @@ def _measure_ceiling(cfg: Config, admin: Admin, c: Ceiling, name: str, progress:
     return out
 
 
+#: Persistence waits: an AOF switched on is rewritten in the background first (bounded).
+AOF_SWITCH_WAIT = 300.0
+
+
+def persistence(admin: Admin) -> str:
+    """The server's persistence as the ceilings' labels name it: 'AOF <appendfsync>' or 'no AOF'."""
+    conf = admin.r.config_get('append*')
+    return f'AOF {conf.get("appendfsync", "?")}' if conf.get('appendonly') == 'yes' else 'no AOF'
+
+
+def _wait_aof_settled(admin: Admin) -> None:
+    deadline = time.monotonic() + AOF_SWITCH_WAIT
+    while time.monotonic() < deadline:
+        info = admin.info('persistence')
+        if not int(info.get('aof_rewrite_in_progress', 0)) and not int(info.get('aof_rewrite_scheduled', 0)):
+            return
+        time.sleep(0.1)
+    raise BenchError(f'the AOF rewrite after switching appendonly took over {AOF_SWITCH_WAIT:.0f} s')
+
+
+@contextlib.contextmanager
+def _other_persistence(admin: Admin) -> Iterator[str]:
+    """Switches the server's AOF (on when off, off when on) for the block; yields the new persistence's label."""
+    was = str(admin.r.config_get('appendonly').get('appendonly', 'no'))
+    admin.r.config_set('appendonly', 'no' if was == 'yes' else 'yes')
+    try:
+        _wait_aof_settled(admin)
+        yield persistence(admin)
+    finally:
+        admin.r.config_set('appendonly', was)
+        _wait_aof_settled(admin)
+
+
+def _measure_other_persistence(cfg: Config, admin: Admin, progress: Progress) -> dict[str, Any]:
+    """The rfq ceilings again with the AOF switched (CONFIG SET appendonly), keyed '<op> (<persistence>)'."""
+    wanted = [c for c in CEILINGS if c.family == 'rfq']
+    out: dict[str, Any] = {}
+    try:
+        with _other_persistence(admin) as label:
+            for seq, c in enumerate(wanted):
+                got = _measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-persist{seq}', progress)
+                out.update({f'{key} ({label})': {**entry, 'persistence': label} for key, entry in got.items()})
+    except (BenchError, *REDIS_ERRORS) as exc:
+        for c in wanted:
+            for key in (c.produce, c.consume):
+                out.setdefault(f'{key} (AOF switched)', {'reason': f'cannot switch the AOF: {exc}'})
+    return out
+
+
 def _measure_round_trip(cfg: Config, progress: Progress) -> dict[str, Any]:
     bench = shutil.which('redis-benchmark')
     if bench is None:
@@ -305,8 +366,15 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
     """Ceilings keyed by operation name (and ``round trip``); an entry with ``reason`` when it was not measured."""
     out: dict[str, Any] = {}
     wanted = set(families)
+    try:
+        label = persistence(admin)
+    except REDIS_ERRORS:
+        label = 'persistence unknown (no CONFIG)'
     for seq, c in enumerate(x for x in CEILINGS if x.family in wanted):
-        out.update(_measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-ceiling{seq}', progress))
+        got = _measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-ceiling{seq}', progress)
+        out.update({key: {**entry, 'persistence': label} for key, entry in got.items()})
+    if 'rfq' in wanted:
+        out.update(_measure_other_persistence(cfg, admin, progress))
     out[ROUND_TRIP] = _measure_round_trip(cfg, progress)
     bench = shutil.which('redis-benchmark')
     if bench is None:
@@ -342,4 +410,5 @@ def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress:
 def ceiling_count(families: Iterable[str]) -> int:
     """How many progress steps :func:`measure_ceilings` takes."""
     wanted = set(families)
-    return 2 * sum(1 for c in CEILINGS if c.family in wanted) + 2
+    # the rfq ceilings run twice: as the server is, and with its AOF switched
+    return 2 * sum(1 + (c.family == 'rfq') for c in CEILINGS if c.family in wanted) + 2

@@ -25,7 +25,16 @@ import redis
 
 from ferroq.bench._common import LEASE, Admin, Config, Progress, Row, Sample, payload
 from ferroq.bench._registry import OPERATIONS, Context, Impl, Operation, register, register_operation
-from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
+from ferroq.bench._wire import (
+    RFQ_CLAIM_BATCH,
+    RFQ_COMMIT_BATCH,
+    RSMQ_RECEIVE,
+    rfq_ids,
+    rfq_keys,
+    rsmq_ids,
+    rsmq_keys,
+    stream_key,
+)
 
 __all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
 
@@ -593,6 +602,66 @@ register(
             op: _RawSession
             for op in (PUBLISH, CLAIM_COMMIT, RSMQ_SEND, RSMQ_RECV_DELETE, STREAM_PUBLISH, STREAM_READ_ACK)
         },
+    )
+)
+
+
+# --- redis-py with Lua: the strongest rfq client a user could write in Python -------------------------------
+
+
+class _LuaBatchSession:
+    """rfq as a careful user writes it in pure Python: no leases, no fencing, no delivery counts.
+
+    Publish: one pipeline per batch of HSET per message and a single LPUSH of the batch's ids. Claim+commit:
+    two Lua scripts per batch (LMOVE + HGETALL per message; LREM -1 + DEL per message), two round trips.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx, self.op = ctx, ctx.op
+        self.r = redis.Redis.from_url(ctx.cfg.url, decode_responses=True)
+        self.body = payload(ctx.cfg.size)
+        self.claim = self.r.register_script(RFQ_CLAIM_BATCH)
+        self.commit = self.r.register_script(RFQ_COMMIT_BATCH)
+
+    def setup(self, n: int) -> None:
+        self.r.ping()
+        if self.op == CLAIM_COMMIT:
+            prefill(self.ctx, 'rfq', n)
+
+    def step(self, k: int) -> int:
+        backlog, nextlog, prefix = rfq_keys(self.ctx.name)
+        if self.op == PUBLISH:
+            ids = rfq_ids(k)
+            with self.r.pipeline(transaction=False) as p:
+                for i in ids:
+                    p.hset(prefix + i, _FIELD, self.body)
+                p.lpush(backlog, *ids)
+                p.execute()
+            return k
+        flat = self.claim(keys=[backlog, nextlog], args=[k, prefix])
+        ids, at = [], 0
+        while at < len(flat):  # id, nfields, then the fields: decoded as a client would, to a dict
+            n = int(flat[at + 1])
+            ids.append(flat[at])
+            dict(zip(flat[at + 2 : at + 2 + 2 * n : 2], flat[at + 3 : at + 3 + 2 * n : 2]))
+            at += 2 + 2 * n
+        if ids:
+            self.commit(keys=[nextlog, *(prefix + i for i in ids)], args=ids)
+        return len(ids)
+
+    def close(self) -> None:
+        try:
+            self.r.close()
+        finally:
+            cleanup(self.ctx, 'rfq')
+
+
+register(
+    Impl(
+        'redis-py+lua',
+        pure_python=True,
+        doc='redis-py, rfq batched by hand: HSETs + one LPUSH per batch; claim and commit as one Lua script each',
+        sessions={PUBLISH: _LuaBatchSession, CLAIM_COMMIT: _LuaBatchSession},
     )
 )
 

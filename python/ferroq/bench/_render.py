@@ -57,17 +57,18 @@ class Target:
 
 
 TARGETS = (
-    Target('publish_batch(1000) vs the ceiling of HSET+LPUSH', 'publish', 1000, 'ceiling', 0.8),
-    Target('publish_batch(1000) vs the best pure-Python client', 'publish', 1000, 'best-pure', 4.0),
-    Target('claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL', 'claim+commit', 1000, 'ceiling', 0.8),
-    Target('claim+commit(1000) vs the best pure-Python client', 'claim+commit', 1000, 'best-pure', 2.0),
+    Target('publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000', 'publish', 1000, 'ceiling', 0.85),
+    Target('publish_batch(1000) vs the best pure-Python client', 'publish', 1000, 'best-pure', 2.5),
+    Target('claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL', 'claim+commit', 1000, 'ceiling', 1.0),
+    Target('claim+commit(1000) vs the best pure-Python client', 'claim+commit', 1000, 'best-pure', 1.5),
     Target(
         'RSMQ receive+delete(1000) vs the ceiling of RSMQ per-message commands',
         'rsmq receive+delete',
         1000,
         'ceiling',
-        1.5,
+        2.0,
     ),
+    Target('worker (no-op handler) vs native claim+commit(1000)', 'worker', None, 'native:claim+commit:1000', 0.8),
     Target('single publish vs the round-trip rate', 'publish', 1, 'ceiling', 0.8),
     Target('publish_batch(1000) vs rfq 1.4.0 publish_batch(1000)', 'publish', 1000, 'rfq:publish:1000', 10.0),
     Target('claim+commit(1000) vs rfq 1.4.0 consume+done', 'claim+commit', 1000, 'rfq:claim+commit:1', 50.0),
@@ -248,14 +249,22 @@ def _main_rows(data: dict[str, Any]) -> list[list[str]]:
     return lines
 
 
-CEILING_HEADERS = ('ceiling', 'commands per message', 'msgs/s', 'client µs/msg', 'server µs/msg', 'bg %core')
+CEILING_HEADERS = (
+    'ceiling',
+    'commands per message',
+    'persistence',
+    'msgs/s',
+    'client µs/msg',
+    'server µs/msg',
+    'bg %core',
+)
 
 
 def _ceiling_rows(data: dict[str, Any]) -> list[list[str]]:
     lines = []
     for key, c in (data.get('ceilings') or {}).items():
         if not c.get('msgs_per_s'):
-            lines.append([key, 'not measured: ' + str(c.get('reason', '')), '', '', '', ''])
+            lines.append([key, 'not measured: ' + str(c.get('reason', '')), '', '', '', '', ''])
             continue
         cmds = c.get('commands') or c.get('command', '')
         bg = c.get('bg_cores')
@@ -263,6 +272,7 @@ def _ceiling_rows(data: dict[str, Any]) -> list[list[str]]:
             [
                 key,
                 cmds,
+                c.get('persistence', ''),
                 _num(c['msgs_per_s']),
                 _num(c.get('client_us_per_msg'), '.1f'),
                 _num(c.get('server_us_per_msg'), '.1f'),

@@ -16,6 +16,8 @@ from importlib import resources
 from ferroq.protocol import keys
 
 __all__ = [
+    'RFQ_CLAIM_BATCH',
+    'RFQ_COMMIT_BATCH',
     'RSMQ_RECEIVE',
     'rfq_ids',
     'rfq_keys',
@@ -24,9 +26,17 @@ __all__ = [
     'stream_key',
 ]
 
-# RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms. It lives
-# with ferroq's scripts, in lua/peers/ (a peer's script for the benchmark's baselines, never sent by ferroq).
-RSMQ_RECEIVE = (resources.files('ferroq.protocol') / 'lua' / 'peers' / 'rsmq_receive.lua').read_text(encoding='utf-8')
+
+def _peer_script(name: str) -> str:
+    """A peer's script for the benchmark's baselines (lua/peers/, next to ferroq's own; never sent by ferroq)."""
+    return (resources.files('ferroq.protocol') / 'lua' / 'peers' / f'{name}.lua').read_text(encoding='utf-8')
+
+
+# RSMQ 0.12's receiveMessage script, verbatim (PyRSMQ ships the same): KEYS = zset, now ms, now + vt ms.
+RSMQ_RECEIVE = _peer_script('rsmq_receive')
+# rfq's claim and commit as a careful pure-Python client batches them: one script per batch each (no leases).
+RFQ_CLAIM_BATCH = _peer_script('rfq_claim_batch')
+RFQ_COMMIT_BATCH = _peer_script('rfq_commit_batch')
 
 _ALNUM = string.ascii_letters + string.digits
 _B36 = string.digits + string.ascii_lowercase

@@ -121,6 +121,67 @@ class Client:
             for pubsub in subscription:
                 pubsub.close()
 
+    def _run_side_by_side(self, plans: Sequence[_ops.Plan[Any]]) -> list[Any]:
+        """Run independent plans together: each round sends every plan's next Call or Pipe in one pipeline.
+
+        Returns each plan's result, or the FerroqError it raised (one missing queue does not fail the rest).
+        What ``ferroq top`` and ``ferroq metrics`` read runs here: one round trip for hundreds of queues.
+        """
+        results: list[Any] = [None] * len(plans)
+        waiting: dict[int, _ops.Request] = {}
+        subscription: list[Any] = []
+
+        def advance(i: int, reply: Any, first: bool = False) -> None:
+            try:
+                waiting[i] = next(plans[i]) if first else plans[i].send(reply)
+            except StopIteration as stop:
+                results[i] = stop.value
+                waiting.pop(i, None)
+            except FerroqError as exc:
+                results[i] = exc
+                waiting.pop(i, None)
+
+        for i in range(len(plans)):
+            advance(i, None, first=True)
+        for _ in range(1_000_000):  # a bound: every plan ends after a few rounds
+            if not waiting:
+                break
+            piped = [(i, r) for i, r in waiting.items() if isinstance(r, (_ops.Call, _ops.Pipe))]
+            for i, request in [(i, r) for i, r in waiting.items() if not isinstance(r, (_ops.Call, _ops.Pipe))]:
+                advance(i, self._execute(request, subscription))  # a Sleep while Redis loads its data
+            if piped:
+                for (i, _), reply in zip(piped, self._pipeline([request for _, request in piped])):
+                    advance(i, reply)
+        for pubsub in subscription:
+            pubsub.close()
+        return results
+
+    def _pipeline(self, requests: list[_ops.Call | _ops.Pipe]) -> list[Any]:
+        """The replies to several requests sent in one pipeline (a Pipe's reply is its list of replies);
+        a dropped connection is every request's reply, for each plan's own retry policy to handle."""
+        if self._closed:
+            raise ConnectionFailed(_ops.CLOSED)
+        if self._pid != os.getpid():
+            self._open()
+        pipe = self._redis.pipeline(transaction=False)
+        for request in requests:
+            for args in [request.args] if isinstance(request, _ops.Call) else request.commands:
+                pipe.execute_command(*args, **_ops.options(request))
+        try:
+            flat = pipe.execute(raise_on_error=False)
+        except (redis.RedisError, UnicodeDecodeError) as exc:
+            return [exc] * len(requests)
+        replies: list[Any] = []
+        at = 0
+        for request in requests:
+            if isinstance(request, _ops.Call):
+                replies.append(flat[at])
+                at += 1
+            else:
+                replies.append(flat[at : at + len(request.commands)])
+                at += len(request.commands)
+        return replies
+
     def _check_policy(self) -> None:
         """Warn once when the server may evict queue keys (see :func:`ferroq.pure._ops.server_policy`)."""
         self._policy_checked = True  # before the round trip: concurrent calls do not check (and warn) twice
