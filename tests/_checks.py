@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -72,3 +73,28 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+def signal_when(
+    proc: subprocess.Popen[str], sig: int, ready: Callable[[], bool], timeout: float = 20.0
+) -> tuple[str, str]:
+    """Send ``sig`` to ``proc`` once ``ready()`` holds (polled), then wait for its exit; returns (stdout, stderr).
+
+    Fails if the process exits first or ``ready()`` stays false for ``timeout`` seconds; the process is killed
+    if it is still running at the end.
+    """
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, f'the process exited first ({proc.returncode})'
+            assert time.monotonic() < deadline, f'not ready after {timeout} s'
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return stdout, stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+

@@ -1,4 +1,4 @@
-"""Throwaway redis-server processes on free loopback ports, for the fixtures.
+"""Throwaway redis-server processes on free loopback ports, for the fixtures (and a server that is not Redis).
 
 Never port 6379, never anything but 127.0.0.1; every wait is bounded.
 """
@@ -9,6 +9,7 @@ import contextlib
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,3 +126,30 @@ def no_io(r: object) -> Iterator[None]:
     yield
     assert operation_commands(before, commandstats(r)) == {}
     assert r.dbsize() == size  # type: ignore[attr-defined]
+
+
+class NotRedisServer:
+    """A loopback TCP server that answers every connection with ``reply`` (an HTTP or SSH server's words)."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.sock = socket.create_server(('127.0.0.1', 0))
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f'redis://127.0.0.1:{self.port}/0'
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):  # the socket is closed at teardown
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    conn.settimeout(10)
+                    with contextlib.suppress(OSError):
+                        conn.recv(65536)
+                        conn.sendall(self.reply)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ferroq import server
+from ferroq import _bulk, _cli_rfq, server
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
 from ferroq.types import GroupInfo, Message, RsmqAttributes, RsmqMessage, StreamEntry, TopicStats
 
@@ -105,22 +105,8 @@ def _table(rows: list[list[str]]) -> None:
 
 
 def _message(text: str, where: str) -> dict[str, str]:
-    """A message from a JSON object; numbers and booleans become their JSON text, as rfq's CLI stored them."""
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidArgument(f'{where}: invalid JSON: {exc}') from None
-    if not isinstance(value, dict):
-        raise InvalidArgument(f'{where}: a message must be a JSON object, got {type(value).__name__}')
-    fields = {}
-    for key, item in value.items():
-        if isinstance(item, str):
-            fields[key] = item
-        elif isinstance(item, (bool, int, float)):
-            fields[key] = json.dumps(item)
-        else:
-            raise InvalidArgument(f'{where}: field {key!r} must be a string or a number, got {json.dumps(item)}')
-    return fields
+    """A message from a JSON object (numbers become their text, as rfq's CLI stored them)."""
+    return _bulk.fields_from_json(text, where)
 
 
 # --- verbs ---------------------------------------------------------------------------------------
@@ -133,7 +119,10 @@ def _cmd_topics(args: argparse.Namespace, client: _AnyClient) -> int:
 
 def _publish(args: argparse.Namespace, one: Callable[[dict[str, str]], str],
              batch: Callable[[list[dict[str, str]]], list[str]]) -> int:  # fmt: skip
-    """publish -m (one message) or --stdin (one JSON object per line, one batch); prints the ids."""
+    """publish -m (one message) or --stdin (one JSON object per line, one batch); prints the ids.
+
+    --file is handled by the caller (chunks, a summary line).
+    """
     if not args.stdin:
         _lines(args, [one(_message(args.message, '--message'))])
         return 0
@@ -145,8 +134,7 @@ def _publish(args: argparse.Namespace, one: Callable[[dict[str, str]], str],
     try:
         ids = batch(messages)
     except BatchError as exc:
-        details = '; '.join(f'line {lines[i]}: {error}' for i, error in exc.errors[:10])
-        raise BatchError(f'{exc} ({details})', exc.errors) from None
+        raise _bulk.lines_error(exc, lines, 'nothing was written') from None
     _lines(args, ids)
     return 0
 
@@ -155,10 +143,20 @@ def _message_source(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument('-m', '--message', help='the message, a JSON object of string (or number) fields')
     source.add_argument('--stdin', action='store_true', help='read one JSON object per line from standard input')
+    _bulk.add_file_options(source, p, 'one JSON object')
+
+
+def _json_line(text: str, number: int) -> dict[str, str] | None:
+    """A --file line of a topic or stream: a JSON object; blank lines are skipped."""
+    return _message(text, f'line {number}') if text.strip() else None
 
 
 def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
     topic = _topic(args, client)
+    if args.file is not None:
+        if args.front:
+            raise InvalidArgument('--front cannot be used with --file (each chunk would go before the one before)')
+        return _bulk.publish_file(args, f'topic {args.topic}', _json_line, topic.publish_batch)
     return _publish(
         args, lambda m: topic.publish(m, front=args.front), lambda ms: topic.publish_batch(ms, front=args.front)
     )
@@ -200,10 +198,11 @@ def _cmd_harvest(args: argparse.Namespace, client: _AnyClient) -> int:
 
 
 def _cmd_peek(args: argparse.Namespace, client: _AnyClient) -> int:
-    fields = _topic(args, client).peek(args.id)
+    msg_id = args.msgid if args.msgid is not None else args.id
+    fields = _topic(args, client).peek(msg_id)
     if fields is None:
-        raise _NotFound(f'message {args.id!r} not found in topic {args.topic!r}')
-    _print_json(fields)
+        raise _NotFound(f'message {msg_id!r} not found in topic {args.topic!r}')
+    print(json.dumps(fields))  # as rfq prints it (ASCII, with escapes)
     return 0
 
 
@@ -343,6 +342,10 @@ def _rsmq_set_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
 
 def _rsmq_send(args: argparse.Namespace, client: _AnyClient) -> int:
     queue = _queue(args, client)
+    if args.file is not None:
+        return _bulk.publish_file(
+            args, f'RSMQ queue {args.queue}', lambda text, _: text, lambda ms: queue.send_batch(ms, delay=args.delay)
+        )
     if not args.stdin:
         _lines(args, [queue.send(args.message, delay=args.delay)])
         return 0
@@ -414,6 +417,7 @@ def _rsmq_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], com
     source = a.add_mutually_exclusive_group(required=True)
     source.add_argument('-m', '--message', help='the message text')
     source.add_argument('--stdin', action='store_true', help='send each line of standard input as a message')
+    _bulk.add_file_options(source, a, 'one message')
     a.add_argument('--delay', type=_number, default=None, help="seconds before it is visible (default: the queue's)")
     a.add_argument('--realtime', action='store_true', help='PUBLISH the queue size on {ns}:rt:{queue}')
 
@@ -479,6 +483,10 @@ def _stream_list(args: argparse.Namespace, client: _AnyClient) -> int:
 
 def _stream_publish(args: argparse.Namespace, client: _AnyClient) -> int:
     stream, retention = _stream(args, client), _retention(args)
+    if args.file is not None:
+        return _bulk.publish_file(
+            args, f'stream {args.stream}', _json_line, lambda ms: stream.publish_batch(ms, **retention)
+        )
     return _publish(args, lambda m: stream.publish(m, **retention), lambda ms: stream.publish_batch(ms, **retention))
 
 
@@ -798,8 +806,9 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     verb('topics', _cmd_topics, 'list the topics', topic=False)
+    _cli_rfq.add_verbs(verb, _number)
 
-    p = verb('publish', _cmd_publish, 'publish messages')
+    p = verb('publish', _cmd_publish, 'publish messages (-m JSON, --stdin, --file PATH)')
     _message_source(p)
     p.add_argument('-f', '--front', action='store_true', help='put the messages before everything waiting')
 
@@ -823,8 +832,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--yes', action='store_true', help='confirm --all')
     p.add_argument('--lease', type=_number, default=30.0, help='lease given to claims that have none (default 30)')
 
-    p = verb('peek', _cmd_peek, 'show the fields of a message')
-    p.add_argument('id', metavar='ID', help='message id')
+    p = verb('peek', _cmd_peek, 'show the fields of a message (status 1: none)')
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument('id', metavar='ID', nargs='?', help='message id')
+    which.add_argument('-m', '--msgid', help='message id (as rfq spells it)')
 
     p = verb('inspect', _cmd_inspect, 'list the backlog or nextlog in consumption order')
     p.add_argument('-q', '--queue', choices=('backlog', 'nextlog'), default='backlog')
@@ -881,6 +892,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--bind', default='127.0.0.1', help='address to listen on (default 127.0.0.1)')
 
     verbs.add_parser('bench', help='run the load generator (see ferroq bench --help)', add_help=False)
+    _cli_rfq.group_help(parser, verbs)
     return parser
 
 
@@ -925,6 +937,8 @@ def _run(argv: list[str]) -> int:
     if args.verb in ('server', 'top', 'metrics'):  # no client: they resolve the URL themselves
         func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
+    if args.verb == 'completions':
+        return _cli_rfq.completions(args)
     client = _client(args)
     try:
         code: int = args.func(args, client)

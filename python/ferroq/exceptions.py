@@ -84,13 +84,22 @@ class MessageTooLarge(InvalidMessage):
 class BatchError(InvalidArgument):
     """One or more items of a batch are invalid; nothing of the batch was written.
 
+    The message names the first bad items (``[index] cause``), so a log line says what to fix.
+
     Attributes:
         errors: ``(index, error)`` for every bad item, in input order.
     """
 
+    #: Bad items named in the message; the others are counted.
+    NAMED = 3
+
     def __init__(self, message: str, errors: list[tuple[int, FerroqError]] | None = None) -> None:
-        super().__init__(message)
         self.errors: list[tuple[int, FerroqError]] = list(errors or [])
+        named = '; '.join(f'[{index}] {error}' for index, error in self.errors[: self.NAMED])
+        more = len(self.errors) - self.NAMED
+        if named:
+            message = f'{message}: {named}' + (f'; and {more} more' if more > 0 else '')
+        super().__init__(message)
 
 
 class QueueNotFound(FerroqError):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from _checks import bodies
-from _redis import PASSWORD, free_port
+from _redis import PASSWORD, NotRedisServer, free_port
 from ferroq.exceptions import CommandTimeout, ConnectionFailed, FerroqError, OutOfMemory, PermissionDenied
 
 
@@ -197,3 +197,21 @@ def test_ping_obeys_command_timeout(make_client, redis_url, r):
         assert time.monotonic() - start < 0.95
     finally:
         r.execute_command('CLIENT', 'UNPAUSE')
+
+
+@pytest.mark.parametrize(
+    'reply',
+    [b'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', b'SSH-2.0-OpenSSH_9.2\r\n'],
+    ids=['http', 'ssh'],
+)
+def test_a_server_that_is_not_redis_is_one_clear_line(make_client, reply):
+    server = NotRedisServer(reply)
+    try:
+        url = server.url
+        c = make_client(url, connect_timeout=5.0, command_timeout=5.0)
+        for call in (lambda: c.topic('jobs').publish({'n': '0'}), c.ping):
+            with pytest.raises(ConnectionFailed) as info:
+                call()
+            assert str(info.value) == f'the server at {url} does not speak the Redis protocol (not a Redis server?)'
+    finally:
+        server.close()

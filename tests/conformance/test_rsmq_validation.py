@@ -129,7 +129,10 @@ def test_queue_maxsize_in_utf16_units(q, r):
 def test_batch_lists_every_bad_message(q, r):
     with no_io(r), pytest.raises(BatchError) as info:
         q.send_batch(['ok', 1, 'ok', None])
-    assert str(info.value) == '2 of 4 messages are invalid; nothing was written'
+    assert str(info.value) == (
+        '2 of 4 messages are invalid; nothing was written: '
+        '[1] an RSMQ message must be a str, got int; [3] an RSMQ message must be a str, got NoneType'
+    )
     assert [i for i, _ in info.value.errors] == [1, 3]
     assert all(isinstance(e, InvalidMessage) for _, e in info.value.errors)
 

@@ -6,75 +6,14 @@ A missing .venv-rfq fails these tests: `make setup` creates it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from _checks import bodies
 
 pytestmark = pytest.mark.interop
-
-HERE = Path(__file__).resolve().parent
-DRIVER = HERE / 'rfq_driver.py'
-RFQ_VENV = Path(os.environ.get('FERROQ_RFQ_VENV', HERE.parents[1] / '.venv-rfq'))
-
-
-@pytest.fixture(scope='module')
-def rfq_python() -> Path:
-    python = RFQ_VENV / 'bin' / 'python'
-    if not python.exists():
-        pytest.fail(f'{python} is missing: run `make setup` (it creates .venv-rfq with rfq==1.4.0)', pytrace=False)
-    out = subprocess.run(
-        [str(python), '-c', 'import importlib.metadata as m; print(m.version("rfq"), m.version("redis"))'],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[0] == '1.4.0', out.stdout
-    return python
-
-
-@pytest.fixture
-def rfq(rfq_python, redis_server, redis_url):
-    """Runs rfq driver commands (one or a list) against the test server; returns the list of results."""
-    env = {**os.environ, 'RFQ_REDIS_HOST': '127.0.0.1', 'RFQ_REDIS_PORT': str(redis_server.port)}
-
-    def run(*cmds: dict[str, Any]) -> list[Any]:
-        out = subprocess.run(
-            [str(rfq_python), str(DRIVER), json.dumps(list(cmds))],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-            check=False,
-        )
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
-    return run
-
-
-@pytest.fixture
-def rfq_cli(rfq_python, redis_server, redis_url):
-    """rfq's own command line (``rfq list-topics`` ...); returns its output lines."""
-    env = {**os.environ, 'RFQ_REDIS_HOST': '127.0.0.1', 'RFQ_REDIS_PORT': str(redis_server.port)}
-
-    def run(*args: str) -> list[str]:
-        out = subprocess.run(
-            [str(rfq_python.parent / 'rfq'), *args], capture_output=True, text=True, timeout=30, env=env, check=False
-        )
-        assert out.returncode == 0, out.stderr
-        return out.stdout.splitlines()
-
-    return run
 
 
 def test_rfq_publishes_ferroq_claims_and_commits(client, rfq, r):

@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+from _checks import signal_when
 
 
 def run(url: str | None, *args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess[str]:
@@ -276,16 +277,7 @@ def test_worker_sigterm_exits_0_and_releases_prefetched(redis_url, r, flags, tmp
     argv = [sys.executable, '-m', 'ferroq', '--url', redis_url, *flags, 'worker', '-t', 'jobs', '--poll', '0.05',
             '--prefetch', '4', '--', sys.executable, '-c', slow, str(log), '0']  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 20
-        while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+    _, err = signal_when(proc, signal.SIGTERM, lambda: log.exists() and bool(log.read_text()), timeout=30)
     assert proc.returncode == 0, err
     assert len(log.read_text().splitlines()) == 1  # one command ran to the end and was committed
     assert (r.llen('rfq:jobs:backlog'), r.llen('rfq:jobs:nextlog'), r.exists('rfq:jobs:leases')) == (5, 0, 0)

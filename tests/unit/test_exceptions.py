@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import ferroq
 import ferroq.pure
+from _redis import NotRedisServer
 from ferroq import exceptions as ex
 
 
@@ -97,3 +101,46 @@ def test_validation_messages_are_identical():
     finally:
         native.close()
         pure.close()
+
+
+def test_batch_error_names_the_first_bad_items():
+    causes = [(i, ex.InvalidMessage(f'bad {i}')) for i in (2, 5, 7, 9, 11)]
+    err = ex.BatchError('5 of 12 messages are invalid; nothing was written', errors=causes)
+    assert str(err) == '5 of 12 messages are invalid; nothing was written: [2] bad 2; [5] bad 5; [7] bad 7; and 2 more'
+    one = ex.BatchError('1 of 2 messages are invalid; nothing was written', errors=causes[:1])
+    assert str(one) == '1 of 2 messages are invalid; nothing was written: [2] bad 2'
+
+
+@pytest.mark.parametrize('client_cls', [ferroq.Client, ferroq.pure.Client])
+def test_clients_batch_errors_name_the_bad_items(client_cls):
+    c = client_cls('redis://127.0.0.1:1/0')  # nothing is sent: validation comes first
+    try:
+        with pytest.raises(ex.BatchError) as info:
+            c.topic('t').publish_batch([{'a': 'b'}, {'a': 1}, {}])
+        assert str(info.value) == (
+            '2 of 3 messages are invalid; nothing was written: '
+            "[1] message field 'a' must be a str, got int; [2] a message must have at least one field"
+        )
+    finally:
+        c.close()
+
+
+def test_not_a_redis_server_without_hiredis():
+    """redis-py's own parser words a bad reply differently from hiredis: the pure client's error is the same."""
+    server = NotRedisServer(b'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
+    code = (
+        "import sys; sys.modules['hiredis'] = None\n"  # as if hiredis were not installed
+        'import redis.utils, ferroq.pure\n'
+        'assert not redis.utils.HIREDIS_AVAILABLE\n'
+        f"c = ferroq.pure.Client('{server.url}')\n"
+        'try:\n'
+        '    c.topics()\n'
+        'except ferroq.ConnectionFailed as exc:\n'
+        '    print(exc)\n'
+    )
+    try:
+        out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f'the server at {server.url} does not speak the Redis protocol (not a Redis server?)\n'

@@ -587,7 +587,11 @@ def map_error(exc: BaseException, ctx: Settings) -> FerroqError:
         if code in ('NOPERM', 'NOAUTH', 'WRONGPASS') or _SCRIPT_NOPERM in text:
             return PermissionDenied(text)
         return ServerError(text, code)
-    if isinstance(exc, (rex.InvalidResponse, UnicodeDecodeError)):
+    if isinstance(exc, rex.InvalidResponse):
+        # A reply that is not RESP: redis-py's parsers (hiredis or not) raise this for nothing else, and a
+        # Redis server never sends it (the Rust core words it the same: Error::not_redis).
+        return ConnectionFailed(f'the server at {url} does not speak the Redis protocol (not a Redis server?)')
+    if isinstance(exc, UnicodeDecodeError):
         return ProtocolError(f'unreadable reply from Redis at {url}: {exc}')
     if isinstance(exc, rex.RedisError):
         return ServerError(scrub(ctx, str(exc)), 'ERR')
