@@ -150,10 +150,11 @@ def test_consume_commits_only_after_printing(rfq_env, redis_url, r):
         )  # fmt: skip
     assert out.returncode != 0
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == [msg_id]
-    assert r.zscore('rfq:jobs:leases', msg_id) is not None
+    [claim] = r.zrange('rfq:jobs:claim_leases', 0, -1)  # held under a lease
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == [msg_id]
     assert r.exists(f'rfq:jobs:message:{msg_id}') == 1
     # Printed: committed, nothing left.
-    r.delete('rfq:jobs:nextlog', 'rfq:jobs:leases', 'rfq:jobs:deliveries')
+    r.delete('rfq:jobs:nextlog', 'rfq:jobs:claims', 'rfq:jobs:claim_leases', 'rfq:jobs:inflight')
     r.lpush('rfq:jobs:backlog', msg_id)
     out = _ferroq(rfq_env, 'consume', '-t', 'jobs')
     assert (out.returncode, out.stdout) == (0, "{'n': '1'}\n")
