@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import time
 from typing import ClassVar
 
@@ -62,16 +64,18 @@ class TopApp(App[None]):
     def read(self) -> None:
         if not self.reading:
             self.reading = True
-            self.run_worker(self._read, thread=True, group='read')
+            self.run_worker(self._read(), group='read')
 
-    def _read(self) -> None:
+    async def _read(self) -> None:
+        # The read runs in a thread, awaited here: an app that quits cancels this task and never waits for a
+        # thread that would wait for it (call_from_thread from a worker thread blocks on the closing loop).
         try:
-            snapshot, error = self.sampler.read(), None
+            snapshot, error = await asyncio.to_thread(self.sampler.read), None
         except FerroqError as exc:
             snapshot, error = None, str(exc)
         finally:
             self.reading = False
-        self.call_from_thread(self._show, snapshot, error)
+        self._show(snapshot, error)
 
     def _show(self, snapshot: Snapshot | None, error: str | None) -> None:
         self.error = error
