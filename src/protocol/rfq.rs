@@ -654,6 +654,48 @@ mod tests {
     }
 
     #[test]
+    fn chunk_transaction_layout() {
+        let topic = TopicKeys::new("t");
+        let args = |front: bool, done: usize| -> Vec<Vec<String>> {
+            let mut write = ChunkWrite::new(&topic, "a", 120_000, front, true);
+            for id in ["a", "b", "c"] {
+                write.message(&topic, id.into()).arg("k").arg(id);
+            }
+            write.transaction(done).cmd_iter().map(packed).collect()
+        };
+        let hset = |id: &str| vec!["HSET".to_string(), format!("rfq:t:message:{id}"), "k".into(), id.into()];
+        let owned = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            args(false, 0),
+            vec![
+                owned(&["MULTI"]),
+                hset("a"),
+                hset("b"),
+                hset("c"),
+                owned(&["LPUSH", "rfq:t:backlog", "a", "b", "c"]),
+                owned(&["SET", "rfq:t:published:a", "3", "PX", "120000"]),
+                owned(&["EXEC"]),
+            ]
+        );
+        // Front, two messages handled earlier: only the last is written, and the record still says 3.
+        assert_eq!(
+            args(true, 2),
+            vec![
+                owned(&["MULTI"]),
+                hset("c"),
+                owned(&["RPUSH", "rfq:t:backlog", "c"]),
+                owned(&["SET", "rfq:t:published:a", "3", "PX", "120000"]),
+                owned(&["EXEC"]),
+            ]
+        );
+        assert_eq!(
+            owned(&["RPUSH", "rfq:t:backlog", "c", "b", "a"]),
+            args(true, 0)[4],
+            "front: reversed, so the chunk is consumed next in input order"
+        );
+    }
+
+    #[test]
     fn claim_reply_decoding() {
         let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let reply = Value::Array(vec![

@@ -58,6 +58,17 @@ class _Pair:
     late: bytearray | None = None
     late_done: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def keep_late(self, data: bytes) -> bool:
+        """Whether ``data`` (from the server) answers released bytes whose client is gone: kept, up to the mark's
+        reply, instead of forwarded."""
+        if self.late is None:
+            return False
+        self.late += data
+        if self.late.endswith(b'%s\r\n' % _MARK):
+            del self.late[-len(_MARK) - 2 - len(b'$%d\r\n' % len(_MARK)) :]
+            self.late_done.set()
+        return True
+
     def reset(self) -> None:
         if not self.closed:
             self.closed = True
@@ -189,11 +200,7 @@ class FaultProxy:
 
         async def downstream() -> None:
             while not pair.closed and (data := await sreader.read(1 << 16)):
-                if pair.late is not None:  # the client is gone: keep the replies up to the mark's
-                    pair.late += data
-                    if pair.late.endswith(b'%s\r\n' % _MARK):
-                        del pair.late[-len(_MARK) - 2 - len(b'$%d\r\n' % len(_MARK)) :]
-                        pair.late_done.set()
+                if pair.keep_late(data):
                     continue
                 if pair.drop_reply:  # the server has answered, so the command ran
                     pair.reset()

@@ -22,7 +22,7 @@ import redis
 from _fault_proxy import TIMEOUT
 
 from _adapters import KINDS, new_client
-from ferroq.exceptions import OutOfMemory
+from ferroq.exceptions import FerroqError, OutOfMemory
 from ferroq.protocol import keys
 
 #: The MULTI that opens a chunk's transaction, as both clients send it.
@@ -103,7 +103,7 @@ def test_a_held_publisher_writes_nothing_once_another_wrote_the_same_key(impl, s
         def publish() -> None:
             try:
                 result['held'] = held.topic(topic).publish_arrow(_table(ROWS), dedup_key='race-job')
-            except Exception as exc:  # reported below
+            except FerroqError as exc:  # reported below
                 result['held'] = exc
 
         thread = threading.Thread(target=publish, daemon=True)
@@ -136,7 +136,7 @@ def test_racing_publishers_of_one_dedup_key_write_each_chunk_once(impl, server, 
         try:
             start.wait()
             results[i] = clients[i].topic(topic).publish_arrow(_table(ROWS), dedup_key='racers-job')
-        except Exception as exc:  # reported below
+        except (FerroqError, threading.BrokenBarrierError) as exc:  # reported below
             results[i] = exc
 
     try:

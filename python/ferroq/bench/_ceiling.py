@@ -70,7 +70,8 @@ def rfq_claim_commit_stream(topic: str, ids: Sequence[str], batch: int = 1000) -
 
 def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int = 1000) -> bytes:
     """ferroq's own publish, as publish_batch sends it: per chunk of ``batch`` messages, WATCH + GET of the chunk's
-    record, then MULTI, HSET per message, one LPUSH, SET of the record, EXEC (docs/protocol.md, "Publish")."""
+    record, then MULTI, HSET per message, one LPUSH, SET of the record, EXEC, then DEL of the record (docs/protocol.md,
+    "publish and publish_batch")."""
     backlog, _, prefix = rfq_keys(topic)
     out = []
     for s in range(0, len(ids), batch):
@@ -79,6 +80,7 @@ def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int 
         out += [resp('WATCH', record), resp('GET', record), resp('MULTI')]
         out += [resp('HSET', prefix + i, 'payload', body) for i in chunk]
         out += [resp('LPUSH', backlog, *chunk), resp('SET', record, len(chunk), 'PX', 120_000), resp('EXEC')]
+        out.append(resp('DEL', record))  # sent once the EXEC reply is read
     return b''.join(out)
 
 
@@ -158,7 +160,7 @@ CEILINGS = (
         'rfq',
         'ferroq publish',
         'ferroq claim+commit',
-        ('WATCH+GET, MULTI HSET.. LPUSH SET EXEC, 1000 per chunk', 'EVALSHA claim(1000) + commit(1000)'),
+        ('WATCH+GET, MULTI HSET.. LPUSH SET EXEC, DEL, 1000 per chunk', 'EVALSHA claim(1000) + commit(1000)'),
     ),
     Ceiling(
         'rsmq',
