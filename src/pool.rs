@@ -428,7 +428,10 @@ impl Pool {
         F: FnMut(MultiplexedConnection) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let live = self.lend_dedicated().await?;
+        // The shared connections are made alongside the first dedicated one, as `get_slot` makes every empty
+        // slot at once: a later call would otherwise wait for a handshake that only the connect timeout bounds.
+        let (live, _) = futures_util::future::join(self.lend_dedicated(), self.get_slot(0)).await;
+        let live = live?;
         let result = op(live.conn.clone()).await;
         match &result {
             Ok(_) => self.give_back(live),
