@@ -1,7 +1,7 @@
 //! Connections: `pool_size` shared multiplexed connections chosen round-robin (each pipelines many calls and
 //! is replaced after it drops), plus dedicated connections for blocking claims so a BLMOVE never stalls
-//! other calls. Also the retry policy (LOADING, dropped connections) and script execution with NOSCRIPT
-//! fallback.
+//! other calls, and for calls that keep state on their connection (WATCH). Also the retry policy (LOADING,
+//! dropped connections) and script execution with NOSCRIPT fallback.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -372,16 +372,7 @@ impl Pool {
     /// Subscribes a dedicated connection (never a shared one) to `channel`. Until [`Subscription::close`],
     /// every message published there wakes [`Subscription::wait`].
     pub async fn subscribe(&self, channel: &str) -> Result<Subscription<'_>> {
-        let idle = {
-            let mut idle = self.dedicated.lock().unwrap();
-            idle.retain(Live::alive);
-            idle.pop()
-        };
-        let mut live = match idle {
-            Some(live) => live,
-            None => self.connect(self.opts.command_timeout).await?,
-        };
-        live.conn.set_response_timeout(self.opts.command_timeout);
+        let mut live = self.lend_dedicated().await?;
         let notify = Arc::new(Notify::new());
         *live.listener.lock().unwrap() = Some(notify.clone());
         live.conn.subscribe(channel).await.map_err(|e| self.map_err(e))?;
@@ -409,9 +400,31 @@ impl Pool {
         self.dedicated.lock().unwrap().clear();
     }
 
-    /// Runs `op` on a shared connection. LOADING is waited out (up to 10 s, backing off); after a dropped
-    /// connection the pool reconnects and, when `idempotent`, `op` runs once more.
-    pub async fn run<T, F, Fut>(&self, idempotent: bool, mut op: F) -> Result<T>
+    /// Runs `op` on a shared connection, with the retry policy of [`Retries`].
+    pub async fn run<T, F, Fut>(&self, idempotent: bool, op: F) -> Result<T>
+    where
+        F: FnMut(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        // The same slot on every attempt: after a drop it reconnects, while other slots may be dead too.
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        self.attempts(idempotent, Some(slot), op).await
+    }
+
+    /// Runs `op` on a connection nobody else uses until it returns (an idle dedicated connection, else a new
+    /// one): for state kept per connection, as WATCH is, which a shared connection would mix between calls.
+    /// The retry policy is [`Pool::run`]'s. The connection is kept for later only when `op` succeeded, so
+    /// whatever state a failed `op` left on it (a WATCH, a reply still on its way) goes with it.
+    pub async fn exclusive<T, F, Fut>(&self, idempotent: bool, op: F) -> Result<T>
+    where
+        F: FnMut(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.attempts(idempotent, None, op).await
+    }
+
+    /// The attempts of [`Pool::run`] (on shared connection `slot`) or [`Pool::exclusive`] (`slot` None).
+    async fn attempts<T, F, Fut>(&self, idempotent: bool, slot: Option<usize>, mut op: F) -> Result<T>
     where
         F: FnMut(MultiplexedConnection) -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -419,41 +432,61 @@ impl Pool {
         if !idempotent {
             settle().await;
         }
-        let started = Instant::now();
-        let mut backoff = Duration::from_millis(50);
-        let mut retried = false;
-        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut retries = Retries::new(idempotent);
         loop {
-            // The same slot on every attempt: after a drop it reconnects, while other slots may be dead too.
-            let result = match self.get_slot(slot).await {
-                Ok(conn) => {
-                    let result = op(conn.conn.clone()).await;
-                    if let Err(err) = &result {
-                        self.failed(&conn, err);
+            let result = match slot {
+                Some(slot) => match self.get_slot(slot).await {
+                    Ok(conn) => {
+                        let result = op(conn.conn.clone()).await;
+                        if let Err(err) = &result {
+                            self.failed(&conn, err);
+                        }
+                        result
                     }
-                    result
-                }
-                Err(err) => Err(err),
+                    Err(err) => Err(err),
+                },
+                None => self.on_dedicated(&mut op).await,
             };
             match result {
-                Err(err) if err.kind == ErrorKind::Loading => {
-                    if started.elapsed() >= LOADING_WAIT {
-                        return Err(Error::new(
-                            ErrorKind::Connection,
-                            format!(
-                                "Redis at {} is loading its dataset (still after {} s)",
-                                self.shown_url(),
-                                LOADING_WAIT.as_secs()
-                            ),
-                        ));
-                    }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
-                Err(err) if err.kind == ErrorKind::Connection && idempotent && !retried => retried = true,
+                Err(err) if retries.again(self, &err).await? => {}
                 other => return other,
             }
         }
+    }
+
+    /// An idle dedicated connection, else a new one, with the command timeout.
+    async fn lend_dedicated(&self) -> Result<Live> {
+        let idle = {
+            let mut idle = self.dedicated.lock().unwrap();
+            idle.retain(Live::alive);
+            idle.pop()
+        };
+        let mut live = match idle {
+            Some(live) => live,
+            None => self.connect(self.opts.command_timeout).await?,
+        };
+        live.conn.set_response_timeout(self.opts.command_timeout);
+        Ok(live)
+    }
+
+    /// One attempt of [`Pool::exclusive`].
+    async fn on_dedicated<T, F, Fut>(&self, op: &mut F) -> Result<T>
+    where
+        F: FnMut(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        // The shared connections are made alongside the first dedicated one, as `get_slot` makes every empty
+        // slot at once: a later call would otherwise wait for a handshake that only the connect timeout bounds.
+        let (live, _) = futures_util::future::join(self.lend_dedicated(), self.get_slot(0)).await;
+        let live = live?;
+        let result = op(live.conn.clone()).await;
+        match &result {
+            Ok(_) => self.give_back(live),
+            // The idle ones were made before it and most likely dropped too (see `failed`).
+            Err(err) if err.kind == ErrorKind::Connection => self.dedicated.lock().unwrap().clear(),
+            Err(_) => {}
+        }
+        result
     }
 
     /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
@@ -506,7 +539,8 @@ impl Pool {
         replies.pop().ok_or_else(|| Error::protocol("Redis sent no reply"))
     }
 
-    async fn send_pipeline(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
+    /// Sends `pipe` in one round trip; every reply, error replies included, in order.
+    pub async fn send_pipeline(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
         let replies = conn
             .send_packed_commands(pipe, 0, pipe.len())
             .await
@@ -532,6 +566,53 @@ impl Pool {
         match reply {
             Value::ServerError(e) => Err(Error::server(e.code(), e.details().unwrap_or(""))),
             v => Ok(v),
+        }
+    }
+}
+
+/// The retry policy of one call: LOADING is waited out (up to 10 s, backing off); after a dropped
+/// connection the call is made once more when it is `idempotent`.
+struct Retries {
+    idempotent: bool,
+    started: Instant,
+    backoff: Duration,
+    retried: bool,
+}
+
+impl Retries {
+    fn new(idempotent: bool) -> Self {
+        Self {
+            idempotent,
+            started: Instant::now(),
+            backoff: Duration::from_millis(50),
+            retried: false,
+        }
+    }
+
+    /// Whether the call that failed with `err` is made again (after waiting, for LOADING); an error when
+    /// the server is still loading after [`LOADING_WAIT`].
+    async fn again(&mut self, pool: &Pool, err: &Error) -> Result<bool> {
+        match err.kind {
+            ErrorKind::Loading => {
+                if self.started.elapsed() >= LOADING_WAIT {
+                    return Err(Error::new(
+                        ErrorKind::Connection,
+                        format!(
+                            "Redis at {} is loading its dataset (still after {} s)",
+                            pool.shown_url(),
+                            LOADING_WAIT.as_secs()
+                        ),
+                    ));
+                }
+                tokio::time::sleep(self.backoff).await;
+                self.backoff = (self.backoff * 2).min(Duration::from_secs(1));
+                Ok(true)
+            }
+            ErrorKind::Connection if self.idempotent && !self.retried => {
+                self.retried = true;
+                Ok(true)
+            }
+            _ => Ok(false),
         }
     }
 }

@@ -58,13 +58,15 @@ _RFQ_CONSUME = (
     *('rfq/claim-8n', 'rfq/commit-6n', 'rfq/extend-5', 'rfq/release-8', 'rfq/dead_letter-8n'),
     *('rfq/resume-6', 'rfq/harvest-8', 'rfq/stats-8'),
 )
+#: A publish chunk is a watched transaction, not a script (see docs/protocol.md, publish).
+_RFQ_PUBLISH = ('watch', 'unwatch', 'get', 'multi', 'exec', 'hset', 'lpush', 'rpush', 'set', 'del')
 _RSMQ_CONSUME = ('rsmq/receive-4', 'rsmq/delete-2', 'rsmq/visibility-2', 'rsmq/attributes-2')
 _STREAM_CONSUME = ('streams/ack-1', 'streams/autoclaim-2', 'streams/dead_letter-2')
 
 #: The roles, by protocol. A consumer's dead-letter target must lie under the same prefix.
 RULES: dict[Protocol, dict[RoleName, Role]] = {
     'rfq': {
-        'producer': Role('publish (every form)', ('rfq/publish-2n',), ()),
+        'producer': Role('publish (every form)', ('rfq/publish-2n',), _RFQ_PUBLISH),
         'consumer': Role(
             'claim (blocking too), commit, extend, release, dead_letter, resume, harvest, stats, peek; a Worker',
             _RFQ_CONSUME,
@@ -73,7 +75,7 @@ RULES: dict[Protocol, dict[RoleName, Role]] = {
         'admin': Role(
             'everything: also publish, purge, harvest(all=True), inspect, topics',
             (*_RFQ_CONSUME, 'rfq/publish-2n', 'rfq/purge-6', 'rfq/harvest_all-7', 'rfq/inspect-5'),
-            ('blmove', 'hgetall', 'scan'),
+            ('blmove', 'hgetall', 'scan', *_RFQ_PUBLISH),
         ),
     },
     'rsmq': {

@@ -1,6 +1,6 @@
 //! `publish_arrow` / `send_arrow`: Arrow data taken through the Arrow C Data Interface (the PyCapsule
-//! protocol, `__arrow_c_stream__` / `__arrow_c_array__`), cut into chunks and published one script call per
-//! chunk. The chunks are encoded without the GIL on a blocking thread, the next one while the previous one is
+//! protocol, `__arrow_c_stream__` / `__arrow_c_array__`), cut into chunks and published one call per chunk
+//! (a script call, or for a topic's fresh ids a watched transaction). The chunks are encoded without the GIL on a blocking thread, the next one while the previous one is
 //! in flight; no Python object is made per row.
 
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use crate::pool::Pool;
 use crate::protocol::arrow::{Chunk, Layout, Rows, Target};
 use crate::protocol::common::{eval_one, int};
 use crate::protocol::keys::{dedup_token, StreamKeys, TopicKeys, STREAM_PUBLISH_TOKEN_MS};
+use crate::protocol::rfq::{self, ChunkWrite};
 use crate::protocol::rsmq::{self, Queue};
 use crate::protocol::streams::{self, Retention};
 use crate::protocol::{ids, validate};
@@ -236,8 +237,16 @@ pub fn job(sink: Sink, data: &Bound<'_, PyAny>, args: Args) -> Result<Job> {
     })
 }
 
-/// The script call of one chunk; its record token is derived from the dedup key, else random.
-fn command(job: &Job, chunk: &Chunk) -> Cmd {
+/// How one chunk is sent.
+enum ChunkCall {
+    /// One script call.
+    Script(Cmd),
+    /// A topic's chunk of fresh ids: a watched transaction (see [`rfq::write_chunk`]).
+    Watched(ChunkWrite),
+}
+
+/// The call of one chunk; its record token is derived from the dedup key, else random.
+fn command(job: &Job, chunk: &Chunk) -> ChunkCall {
     let layout = job.rows.layout();
     let token = match &job.dedup_key {
         Some(k) => dedup_token(k, chunk.index),
@@ -249,21 +258,28 @@ fn command(job: &Job, chunk: &Chunk) -> Cmd {
         STREAM_PUBLISH_TOKEN_MS
     };
     match &job.sink {
+        Sink::Topic(topic) if chunk.messages.first().is_some_and(|m| m.id.is_none()) => {
+            // A dedup key's record stays for dedup_ttl; a random token's is deleted once the chunk is written.
+            let mut write = ChunkWrite::new(topic, &token, ttl, false, job.dedup_key.is_none());
+            for (id, m) in ids::new_ids(chunk.len()).into_iter().zip(&chunk.messages) {
+                let hset = write.message(topic, id);
+                for (k, v) in chunk.fields(layout, m) {
+                    hset.arg(k).arg(v);
+                }
+            }
+            ChunkCall::Watched(write)
+        }
         Sink::Topic(topic) => {
-            let fresh;
-            let ids: Vec<&str> = if chunk.messages.first().is_some_and(|m| m.id.is_some()) {
-                chunk.messages.iter().map(|m| chunk.id(m).unwrap_or_default()).collect()
-            } else {
-                fresh = ids::new_ids(chunk.len());
-                fresh.iter().map(String::as_str).collect()
-            };
+            // Ids from the id column: publish-2n, whose insert-if-absent (an EXISTS per message, in Lua) keeps
+            // a message that already exists under a caller's id; a transaction cannot skip by a key's
+            // existence without reading every key first.
+            let ids: Vec<&str> = chunk.messages.iter().map(|m| chunk.id(m).unwrap_or_default()).collect();
             let mut cmd = scripts::evalsha(Id::Publish, 2 + chunk.len());
             cmd.arg(&topic.backlog).arg(topic.published(&token));
             for id in &ids {
                 cmd.arg(topic.message(id));
             }
-            // Without a dedup key no record is kept: fresh ids (or the id column) already make a resent chunk
-            // harmless.
+            // Without a dedup key no record is kept: insert-if-absent already makes a resent chunk harmless.
             cmd.arg("0");
             if job.dedup_key.is_some() {
                 cmd.arg(ttl);
@@ -276,7 +292,7 @@ fn command(job: &Job, chunk: &Chunk) -> Cmd {
                     cmd.arg(k).arg(v);
                 }
             }
-            cmd
+            ChunkCall::Script(cmd)
         }
         Sink::Rsmq(q, delay) => {
             let longest = chunk.messages.iter().map(|m| m.utf16).max().unwrap_or(0);
@@ -287,7 +303,7 @@ fn command(job: &Job, chunk: &Chunk) -> Cmd {
                     cmd.arg(body);
                 }
             }
-            cmd
+            ChunkCall::Script(cmd)
         }
         Sink::Stream(s, retention) => {
             let mut cmd = streams::publish_head(s, &token, ttl, retention);
@@ -297,14 +313,18 @@ fn command(job: &Job, chunk: &Chunk) -> Cmd {
                     cmd.arg(k).arg(v);
                 }
             }
-            cmd
+            ChunkCall::Script(cmd)
         }
     }
 }
 
 /// Sends one chunk (repeated once after a dropped connection: every call is idempotent); returns how many
 /// messages it wrote (0 when its record says an earlier call wrote it).
-async fn send(pool: Arc<Pool>, sink: SinkRef, cmd: Cmd) -> Result<usize> {
+async fn send(pool: Arc<Pool>, sink: SinkRef, call: ChunkCall) -> Result<usize> {
+    let cmd = match call {
+        ChunkCall::Watched(write) => return rfq::write_chunk(&pool, &write).await,
+        ChunkCall::Script(cmd) => cmd,
+    };
     match sink {
         SinkRef::Topic => {
             let n = int(eval_one(&pool, true, Id::Publish, &cmd).await?)?;
@@ -341,7 +361,7 @@ impl Drop for InFlight {
 }
 
 /// Encodes the next chunk on a blocking thread (the Arrow stream may call into Python, taking the GIL).
-async fn next_chunk(mut job: Job, n: usize, max: usize) -> (Option<Job>, Result<Option<(Chunk, Cmd)>>) {
+async fn next_chunk(mut job: Job, n: usize, max: usize) -> (Option<Job>, Result<Option<(Chunk, ChunkCall)>>) {
     let done = tokio::task::spawn_blocking(move || {
         let chunk = job.rows.next_chunk(n, max);
         let out = chunk.map(|c| {

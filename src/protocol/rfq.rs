@@ -1,21 +1,22 @@
 //! rfq topics: batch-first operations on a [`Pool`], returning Rust values.
 //!
 //! Every call sends exactly the scripts and arguments of `.contract.md`, so the pure-Python client and
-//! this core leave identical Redis state.
+//! this core leave identical Redis state. A publish chunk is a watched transaction, not a script (see
+//! [`write_chunk`] for why a retry never duplicates it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, Value};
+use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::common::{
-    array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take,
+    array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take, unexpected,
 };
 use crate::protocol::ids;
-use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys};
+use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys, STREAM_PUBLISH_TOKEN_MS};
 use crate::scripts::{self, Id};
 
 /// Messages handled per call by harvest and purge (they repeat while the limit is reached).
@@ -78,34 +79,181 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
     }
     let ids = ids::new_ids(messages.len());
     let chunk = pool.opts.chunk_size;
-    let mut cmds: Vec<Cmd> = ids
+    let mut chunks: Vec<ChunkWrite> = ids
         .chunks(chunk)
         .zip(messages.chunks(chunk))
         .map(|(ids, msgs)| {
-            // No record: insert-if-absent already makes a repeated chunk harmless (the key is passed, unused).
-            let mut cmd = scripts::evalsha(Id::Publish, 2 + ids.len());
-            cmd.arg(&topic.backlog).arg(topic.published(&ids[0]));
-            for id in ids {
-                cmd.arg(topic.message(id));
-            }
-            cmd.arg(if front { "1" } else { "0" }).arg("");
+            // The record is named after the chunk's first id, fresh for every call, and deleted once written.
+            let mut write = ChunkWrite::new(topic, &ids[0], STREAM_PUBLISH_TOKEN_MS, front, true);
             for (id, fields) in ids.iter().zip(msgs) {
-                cmd.arg(id).arg(fields.len());
+                let hset = write.message(topic, id.clone());
                 for (k, v) in fields {
-                    cmd.arg(k).arg(v);
+                    hset.arg(k).arg(v);
                 }
             }
-            cmd
+            write
         })
         .collect();
     if front {
         // The last chunk goes first, so the whole batch ends up consumed next, in input order.
-        cmds.reverse();
+        chunks.reverse();
     }
     drop(messages);
-    // Insert-if-absent: repeating after a dropped connection never duplicates.
-    eval_all(pool, true, Id::Publish, &pipelines(cmds)).await?;
+    for write in &chunks {
+        write_chunk(pool, write).await?;
+    }
     Ok(ids)
+}
+
+/// Rounds of one chunk's watched transaction: each lost round means another call wrote the chunk's record
+/// between this call's WATCH and its EXEC, and the next round reads what that call handled.
+const WATCH_ROUNDS: usize = 16;
+
+/// One publish chunk written as a watched transaction (see [`write_chunk`]): its record, the messages' ids
+/// and one HSET per message, in input order.
+pub struct ChunkWrite {
+    backlog: String,
+    record: String,
+    ttl_ms: u64,
+    front: bool,
+    forget: bool,
+    ids: Vec<String>,
+    hsets: Vec<Cmd>,
+}
+
+impl ChunkWrite {
+    /// An empty chunk of `topic` whose record `rfq:<t>:published:<token>` lives `ttl_ms`; `front`: the
+    /// chunk is consumed next; `forget`: the record is deleted once the chunk is known written (a token used
+    /// by this call only, not a dedup key's).
+    pub fn new(topic: &TopicKeys, token: &str, ttl_ms: u64, front: bool, forget: bool) -> Self {
+        Self {
+            backlog: topic.backlog.clone(),
+            record: topic.published(token),
+            ttl_ms,
+            front,
+            forget,
+            ids: Vec::new(),
+            hsets: Vec::new(),
+        }
+    }
+
+    /// Adds message `id`; returns its `HSET`, for the caller to add the field/value pairs to.
+    pub fn message(&mut self, topic: &TopicKeys, id: String) -> &mut Cmd {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(topic.message(&id));
+        self.ids.push(id);
+        self.hsets.push(hset);
+        self.hsets.last_mut().expect("just pushed")
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// `MULTI`, the messages after the first `done`, their ids onto the backlog, the record, `EXEC`.
+    fn transaction(&self, done: usize) -> Pipeline {
+        let mut pipe = Pipeline::with_capacity(self.len() - done + 4);
+        pipe.cmd("MULTI");
+        for hset in &self.hsets[done..] {
+            pipe.add_command(hset.clone());
+        }
+        let ids = &self.ids[done..];
+        // The backlog is consumed from its tail: LPUSH in input order, or (front) RPUSH in reverse order,
+        // so the chunk is consumed next and still in input order.
+        if self.front {
+            pipe.cmd("RPUSH")
+                .arg(&self.backlog)
+                .arg(ids.iter().rev().collect::<Vec<_>>());
+        } else {
+            pipe.cmd("LPUSH").arg(&self.backlog).arg(ids);
+        }
+        pipe.cmd("SET")
+            .arg(&self.record)
+            .arg(self.len())
+            .arg("PX")
+            .arg(self.ttl_ms);
+        pipe.cmd("EXEC");
+        pipe
+    }
+}
+
+fn server_error(v: &Value) -> Option<Error> {
+    match v {
+        Value::ServerError(e) => Some(Error::server(e.code(), e.details().unwrap_or(""))),
+        _ => None,
+    }
+}
+
+/// Writes one chunk at most once per record, without Lua, on a connection nobody else uses meanwhile
+/// (WATCH is per connection); returns how many messages it wrote.
+///
+/// Each round: `WATCH record` + `GET record` (k: how many of the chunk's messages earlier calls with this
+/// record handled); if k < n, `MULTI`, the HSETs of messages k+1..n, the push of their ids, `SET record n PX
+/// ttl`, `EXEC`. EXEC runs only if the record is unchanged since this round's WATCH, which preceded the GET
+/// that showed the chunk unwritten; else (nil) the next round reads the record again. So an attempt whose
+/// bytes reach Redis late, after a retry on a new connection wrote the chunk, either reads the record and
+/// stops or has its EXEC aborted by the retry's SET. MULTI/EXEC is all or nothing: no message hash without
+/// its id in the backlog. A command refused while queuing (OOM at maxmemory) aborts the EXEC: nothing is
+/// written, and that refusal is the error.
+///
+/// A record of this call's own (`forget`) is deleted once this call read the EXEC that wrote the chunk: no
+/// attempt of the call comes after, and every earlier attempt watched the record before this one's SET touched
+/// it, so a late EXEC of theirs is aborted all the same.
+pub async fn write_chunk(pool: &Pool, chunk: &ChunkWrite) -> Result<usize> {
+    let n = chunk.len();
+    let mut watch = Pipeline::with_capacity(2);
+    watch.cmd("WATCH").arg(&chunk.record);
+    watch.cmd("GET").arg(&chunk.record);
+    let (watch, record) = (&watch, chunk.record.as_str());
+    // Repeated after a dropped connection: the next attempt starts from its own WATCH.
+    pool.exclusive(true, |mut conn| async move {
+        for _ in 0..WATCH_ROUNDS {
+            let [watched, done] = take::<2>(Value::Array(pool.send_pipeline(&mut conn, watch).await?), "WATCH")?;
+            if let Some(e) = server_error(&watched).or_else(|| server_error(&done)) {
+                return Err(e);
+            }
+            let done = usize::try_from(opt_number(done)?.unwrap_or(0.0) as i64).unwrap_or(0);
+            if done >= n {
+                let mut unwatch = Pipeline::with_capacity(2);
+                unwatch.cmd("UNWATCH");
+                if chunk.forget {
+                    unwatch.cmd("DEL").arg(record);
+                }
+                pool.send_pipeline(&mut conn, &unwatch).await?;
+                return Ok(0);
+            }
+            let mut replies = pool.send_pipeline(&mut conn, &chunk.transaction(done)).await?;
+            let exec = replies.pop().ok_or_else(|| Error::protocol("no reply to EXEC"))?;
+            // A command refused while queuing (OOM, ...) is why EXEC was aborted (EXECABORT).
+            if let Some(e) = replies.iter().find_map(server_error).or_else(|| server_error(&exec)) {
+                return Err(e);
+            }
+            match exec {
+                Value::Nil => continue, // the record changed since WATCH
+                Value::Array(results) => match results.iter().find_map(server_error) {
+                    Some(e) => return Err(e),
+                    None => {
+                        if chunk.forget {
+                            // Best effort: the chunk is written whatever happens to this DEL (should it fail,
+                            // the record expires), so its failure must not make the call fail or repeat.
+                            let _ = pool.query(&mut conn, redis::cmd("DEL").arg(record)).await;
+                        }
+                        return Ok(n - done);
+                    }
+                },
+                other => return Err(unexpected("EXEC", &other)),
+            }
+        }
+        Err(Error::server(
+            "ERR",
+            &format!("the publish record {record} kept changing under other writers ({WATCH_ROUNDS} rounds)"),
+        ))
+    })
+    .await
 }
 
 fn claim_cmd(topics: &[Arc<TopicKeys>], count: usize, lease_ms: u64, moved: &str, owner: &str, token: &str) -> Cmd {
@@ -618,6 +766,48 @@ mod tests {
         );
         assert_eq!(args[11], "rfq:b:backlog");
         assert_eq!(&args[19..], ["10", "30000", "", "w1", "ctoken"]);
+    }
+
+    #[test]
+    fn chunk_transaction_layout() {
+        let topic = TopicKeys::new("t");
+        let args = |front: bool, done: usize| -> Vec<Vec<String>> {
+            let mut write = ChunkWrite::new(&topic, "a", 120_000, front, true);
+            for id in ["a", "b", "c"] {
+                write.message(&topic, id.into()).arg("k").arg(id);
+            }
+            write.transaction(done).cmd_iter().map(packed).collect()
+        };
+        let hset = |id: &str| vec!["HSET".to_string(), format!("rfq:t:message:{id}"), "k".into(), id.into()];
+        let owned = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            args(false, 0),
+            vec![
+                owned(&["MULTI"]),
+                hset("a"),
+                hset("b"),
+                hset("c"),
+                owned(&["LPUSH", "rfq:t:backlog", "a", "b", "c"]),
+                owned(&["SET", "rfq:t:published:a", "3", "PX", "120000"]),
+                owned(&["EXEC"]),
+            ]
+        );
+        // Front, two messages handled earlier: only the last is written, and the record still says 3.
+        assert_eq!(
+            args(true, 2),
+            vec![
+                owned(&["MULTI"]),
+                hset("c"),
+                owned(&["RPUSH", "rfq:t:backlog", "c"]),
+                owned(&["SET", "rfq:t:published:a", "3", "PX", "120000"]),
+                owned(&["EXEC"]),
+            ]
+        );
+        assert_eq!(
+            owned(&["RPUSH", "rfq:t:backlog", "c", "b", "a"]),
+            args(true, 0)[4],
+            "front: reversed, so the chunk is consumed next in input order"
+        );
     }
 
     #[test]

@@ -82,15 +82,18 @@ def test_publish_batch_back_across_chunks(make_client, redis_url, r):
     assert bodies(t.claim(count=10)) == [str(i) for i in range(10)]
 
 
-def test_one_script_call_per_chunk(make_client, redis_url, r):
+def test_one_transaction_per_chunk(make_client, redis_url, r):
     client = make_client(redis_url, chunk_size=3)
     t = client.topic('jobs')
-    t.publish({'n': 'warm-up'})  # loads the script, so no NOSCRIPT round trip is counted below
+    t.publish({'n': 'warm-up'})
     r.config_resetstat()
     t.publish_batch([{'n': str(i)} for i in range(10)])
     stats = commandstats(r)
-    assert stats.get('evalsha', 0) + stats.get('eval', 0) == 4, stats  # ceil(10 / 3) chunks
-    assert 'multi' not in stats, stats  # (commands run inside scripts are counted too: hset, lpush)
+    # ceil(10 / 3) chunks, each WATCH + GET of its record, MULTI ... EXEC, then DEL of the record; no Lua
+    assert stats.get('evalsha', 0) + stats.get('eval', 0) == 0, stats
+    for command in ('watch', 'get', 'multi', 'exec', 'lpush', 'set', 'del'):
+        assert stats.get(command) == 4, (command, stats)
+    assert stats.get('hset') == 10, stats
 
 
 def test_unicode_fields_round_trip(client, r):
@@ -130,12 +133,12 @@ def test_large_chunks_and_wide_messages(make_client, redis_url, r):
 def test_publish_stream_fifo_across_chunks(make_client, redis_url, r):
     client = make_client(redis_url, chunk_size=3)
     t = client.topic('jobs')
-    t.publish({'n': 'warm-up'})  # loads the script, so no NOSCRIPT round trip is counted below
+    t.publish({'n': 'warm-up'})
     assert bodies(t.claim()) == ['warm-up']
     r.config_resetstat()
     assert t.publish_stream({'n': str(i), 'sq': str(i * i)} for i in range(10)) == 10
     stats = commandstats(r)
-    assert stats.get('evalsha', 0) + stats.get('eval', 0) == 4, stats  # ceil(10 / 3) chunks, one call each
+    assert stats.get('multi') == stats.get('exec') == 4, stats  # ceil(10 / 3) chunks, one transaction each
     assert r.llen('rfq:jobs:backlog') == 10
     claimed = t.claim(count=20)
     assert bodies(claimed) == [str(i) for i in range(10)]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 
+import pyarrow as pa
+
 from ferroq import protocol
 
 
 def test_only_the_protocol_scripts_are_loaded(client, r):
     assert r.info('memory')['number_of_cached_scripts'] == 0  # the fixture ran SCRIPT FLUSH
     t = client.topic('jobs')
-    t.publish_batch([{'n': str(i)} for i in range(4)])
+    t.publish_batch([{'n': str(i)} for i in range(3)])
+    t.publish_arrow(pa.table({'id': ['given-id'], 'n': ['3']}), id_column='id')  # the one use of publish-2n
     got = t.claim(count=2, lease=0.05)
     client.claim(['jobs', 'other'])
     t.extend(got[:1])

@@ -208,9 +208,10 @@ def test_rfq_streams_publish_then_drain_everything(redis_url: str, r: Any) -> No
 def test_ferroq_script_streams_publish_then_drain_everything(redis_url: str, r: Any) -> None:
     from ferroq.protocol import script_source
 
-    pub, claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('publish-2n', 'claim-8n', 'commit-6n'))
+    claim, commit = (r.script_load(script_source(f'rfq/{s}')) for s in ('claim-8n', 'commit-6n'))
     ids = rfq_ids(250)
-    _pipe(redis_url, ferroq_publish_stream('t', ids, 'x' * 100, pub, batch=100))
+    out = _pipe(redis_url, ferroq_publish_stream('t', ids, 'x' * 100, batch=100))
+    assert 'replies: 271' in out  # 250 messages + per chunk WATCH, GET, MULTI, LPUSH, SET, EXEC, DEL
     assert r.lrange('rfq:t:backlog', 0, -1) == ids[::-1] and r.hgetall(f'rfq:t:message:{ids[7]}') == {
         'payload': 'x' * 100
     }

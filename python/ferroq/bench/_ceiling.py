@@ -68,16 +68,19 @@ def rfq_claim_commit_stream(topic: str, ids: Sequence[str], batch: int = 1000) -
     return b''.join(out)
 
 
-def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, sha: str, batch: int = 1000) -> bytes:
-    """ferroq's own publish: one EVALSHA of its publish script per chunk of ``batch`` messages."""
+def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int = 1000) -> bytes:
+    """ferroq's own publish, as publish_batch sends it: per chunk of ``batch`` messages, WATCH + GET of the chunk's
+    record, then MULTI, HSET per message, one LPUSH, SET of the record, EXEC, then DEL of the record (docs/protocol.md,
+    "publish and publish_batch")."""
     backlog, _, prefix = rfq_keys(topic)
     out = []
     for s in range(0, len(ids), batch):
         chunk = ids[s : s + batch]
-        argv = [a for i in chunk for a in (i, '1', 'payload', body)]
-        # publish-2n without a record ('' lifetime), as publish_batch sends it
-        marker = f'rfq:{topic}:published:{chunk[0]}'
-        out.append(resp('EVALSHA', sha, 2 + len(chunk), backlog, marker, *(prefix + i for i in chunk), '0', '', *argv))
+        record = f'rfq:{topic}:published:{chunk[0]}'
+        out += [resp('WATCH', record), resp('GET', record), resp('MULTI')]
+        out += [resp('HSET', prefix + i, 'payload', body) for i in chunk]
+        out += [resp('LPUSH', backlog, *chunk), resp('SET', record, len(chunk), 'PX', 120_000), resp('EXEC')]
+        out.append(resp('DEL', record))  # sent once the EXEC reply is read
     return b''.join(out)
 
 
@@ -160,7 +163,7 @@ CEILINGS = (
         'rfq',
         'ferroq publish',
         'ferroq claim+commit',
-        ('EVALSHA publish, 1000 per call', 'EVALSHA claim(1000), HGETALL per message, EVALSHA commit(1000)'),
+        ('WATCH+GET, MULTI HSET.. LPUSH SET EXEC, DEL, 1000 per chunk', 'EVALSHA claim(1000), HGETALL per message, EVALSHA commit(1000)'),
     ),
     Ceiling(
         'rsmq',
@@ -232,9 +235,9 @@ def _streams(c: Ceiling, name: str, n: int, body: str, admin: Admin) -> tuple[by
         from ferroq.protocol import script_source
 
         ids = rfq_ids(n)
-        shas = [str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('publish-2n', 'claim-8n', 'commit-6n')]
-        claim_commit = ferroq_claim_commit_stream(name, ids, shas[1], shas[2])
-        return ferroq_publish_stream(name, ids, body, shas[0]), lambda: None, claim_commit
+        claim_sha, commit_sha = (str(admin.r.script_load(script_source(f'rfq/{s}'))) for s in ('claim-8n', 'commit-6n'))
+        claim_commit = ferroq_claim_commit_stream(name, ids, claim_sha, commit_sha)
+        return ferroq_publish_stream(name, ids, body), lambda: None, claim_commit
     if c.family == 'rfq':
         ids = rfq_ids(n)
         return rfq_publish_stream(name, ids, body), lambda: None, rfq_claim_commit_stream(name, ids)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Optional
 from ferroq.exceptions import FerroqError, InvalidArgument, InvalidMessage, MessageTooLarge
 from ferroq.protocol import keys
 from ferroq.pure import _rsmq, _streams
-from ferroq.pure._ops import _ID_RE, _SHA, Plan, Settings, TopicKeys, new_id, reply_error, send
+from ferroq.pure._ops import _ID_RE, _SHA, Plan, Settings, TopicKeys, new_id, reply_error, send, write_chunk
 
 MAX_DEDUP_KEY = 200
 MAX_DEDUP_TTL = 2_592_000.0  # 30 days
@@ -550,9 +550,12 @@ def _command(
     ttl = str(ttl_ms if dedup else keys.STREAM_PUBLISH_TOKEN_MS)
     args: list[Any] = []
     if lay.target == 'topic':
-        ids = [row.id if row.id is not None else new_id() for row in chunk]
+        ids = [str(row.id) for row in chunk]
         script_keys = [target.backlog, keys.rfq_published(target.name, token), *(target.prefix + i for i in ids)]
-        # Without a dedup key no record is kept: the fresh ids (or the id column) make a resent chunk harmless.
+        # Ids from the id column (fresh ids go through _write_topic_chunk): publish-2n, whose insert-if-absent (an
+        # EXISTS per message, in Lua) keeps a message that already exists under a caller's id, which a
+        # transaction cannot do without reading every key first. Without a dedup key no record is kept:
+        # insert-if-absent already makes a resent chunk harmless.
         args += ('0', ttl if dedup else '')
         for msg_id, row in zip(ids, chunk):
             args += (msg_id, str(len(row.fields)))
@@ -575,6 +578,18 @@ def _command(
                 args += (k, v)
         name = 'streams/publish-2'
     return name, ('EVALSHA', _SHA[name], str(len(script_keys)), *script_keys, *args)
+
+
+def _write_topic_chunk(
+    ctx: Settings, topic: TopicKeys, chunk: list[Row], token: str, dedup: bool, ttl_ms: int
+) -> Plan[int]:
+    """A topic's chunk of fresh ids: one watched transaction (:func:`ferroq.pure._ops.write_chunk`)."""
+    ids = [new_id() for _ in chunk]
+    hsets = [(topic.prefix + msg_id, [v for pair in row.fields for v in pair]) for msg_id, row in zip(ids, chunk)]
+    ttl = ttl_ms if dedup else keys.STREAM_PUBLISH_TOKEN_MS
+    record = keys.rfq_published(topic.name, token)
+    # A dedup key's record stays for dedup_ttl; a random token's is deleted once the chunk is written.
+    return (yield from write_chunk(ctx, topic, record, ttl, False, ids, hsets, forget=not dedup))
 
 
 def _written(ctx: Settings, lay: Layout, target: Target, name: str, reply: Any) -> int:
@@ -629,10 +644,13 @@ def _publish(
                         too_long = _rsmq._too_long(row.utf16, text)
                         raise MessageTooLarge(f'row {index * n + i}: {too_long}')
             token = dedup_token(dedup_key, index) if dedup_key is not None else uuid.uuid4().hex
-            name, command = _command(lay, target, extra, chunk, token, dedup_key is not None, ttl_ms)
             read += len(chunk)
-            reply = (yield from send(ctx, [command], retry_drop=True))[0]  # every call is idempotent
-            published += _written(ctx, lay, target, name, reply)
+            if kind == 'topic' and chunk[0].id is None:
+                published += yield from _write_topic_chunk(ctx, target, chunk, token, dedup_key is not None, ttl_ms)
+            else:
+                name, command = _command(lay, target, extra, chunk, token, dedup_key is not None, ttl_ms)
+                reply = (yield from send(ctx, [command], retry_drop=True))[0]  # every call is idempotent
+                published += _written(ctx, lay, target, name, reply)
         except FerroqError as exc:
             exc.published = published
             raise

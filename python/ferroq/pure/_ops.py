@@ -23,7 +23,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar, Union
@@ -117,7 +117,23 @@ class Listen(NamedTuple):
     timeout: float
 
 
-Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen]
+class Watched(NamedTuple):
+    """A watched transaction, on a connection nobody else uses meanwhile (WATCH is per connection): ``WATCH key``
+    and ``GET key`` in one round trip, then ``build(value)`` (the GET reply) gives the commands to run between
+    ``MULTI`` and ``EXEC`` in one more round trip, or None to ``UNWATCH`` and run nothing. ``forget``: then
+    ``DEL key`` (best effort: its failure is not reported, as what came before stands).
+
+    Reply: the list of EXEC's results (each a value or an exception); None when EXEC was aborted because ``key``
+    changed since WATCH; [] when ``build`` gave None; or the redis-py exception (for EXECABORT, the error of the
+    command refused while queuing).
+    """
+
+    key: str
+    build: Callable[[Any], list[tuple[str, ...]] | None]
+    forget: bool = False
+
+
+Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen, Watched]
 
 
 def options(request: Call | Pipe) -> dict[str, Any]:
@@ -797,7 +813,7 @@ def publish_batch(
 def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
     """Publish chunk by chunk, pulling ``chunk_size`` messages at a time: memory stays bounded.
 
-    Each chunk is checked, then sent as one ``publish-2n`` call. A ferroq error (a bad chunk, a failed
+    Each chunk is checked, then written as one watched transaction (:func:`write_chunk`). A ferroq error (a bad chunk, a failed
     call) gets ``published``: the messages of the chunks before it. The iterable's own errors pass unchanged.
     """
     source = _iterator(messages, 'messages')
@@ -818,22 +834,92 @@ def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[s
 
 def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: bool) -> Plan[list[str]]:
     ids = [new_id() for _ in items]
-    flag = '1' if front else '0'
-    calls = []
-    for start in range(0, len(items), ctx.chunk_size):
-        chunk_ids = ids[start : start + ctx.chunk_size]
-        # No record ('' as its lifetime): the fresh ids make a repeated chunk harmless (the key is passed, unused).
-        chunk_keys = [topic.backlog, keys.rfq_published(topic.name, chunk_ids[0])]
-        args = [flag, '']
-        for msg_id, flat in zip(chunk_ids, items[start : start + ctx.chunk_size]):
-            chunk_keys.append(topic.prefix + msg_id)
-            args.append(msg_id)
-            args += flat
-        calls.append(_eval('rfq/publish-2n', chunk_keys, args))
+    chunks = [
+        (ids[i : i + ctx.chunk_size], items[i : i + ctx.chunk_size]) for i in range(0, len(items), ctx.chunk_size)
+    ]
     if front:  # the last chunk first: each chunk goes before everything waiting, so the batch stays in order
-        calls.reverse()
-    yield from send(ctx, calls, retry_drop=True)  # insert-if-absent: a repeat never duplicates
+        chunks.reverse()
+    for chunk_ids, flats in chunks:
+        # The record is named after the chunk's first id, fresh for every call, and deleted once written.
+        record = keys.rfq_published(topic.name, chunk_ids[0])
+        hsets = [(topic.prefix + msg_id, flat[1:]) for msg_id, flat in zip(chunk_ids, flats)]
+        yield from write_chunk(ctx, topic, record, keys.STREAM_PUBLISH_TOKEN_MS, front, chunk_ids, hsets, forget=True)
     return ids
+
+
+#: Rounds of one chunk's watched transaction: each lost round means another call wrote the chunk's record between
+#: this call's WATCH and its EXEC, and the next round reads what that call handled.
+WATCH_ROUNDS = 16
+
+
+def write_chunk(
+    ctx: Settings,
+    topic: TopicKeys,
+    record: str,
+    ttl_ms: int,
+    front: bool,
+    ids: list[str],
+    hsets: Sequence[tuple[str, Sequence[str | bytes]]],
+    *,
+    forget: bool,
+) -> Plan[int]:
+    """Write one publish chunk at most once per ``record``, without Lua; returns how many messages it wrote.
+
+    ``hsets``: per message, in input order, its key and field/value pairs. Each round is a :class:`Watched`:
+    ``WATCH record`` + ``GET record`` (k: how many of the chunk's messages earlier calls with this record handled);
+    if k < n, ``MULTI``, the HSETs of messages k+1..n, the push of their ids, ``SET record n PX ttl``, ``EXEC``.
+    EXEC runs only if the record is unchanged since this round's WATCH, which preceded the GET that showed the
+    chunk unwritten; else (nil) the next round reads the record again. So an attempt whose bytes reach Redis
+    late, after a retry on a new connection wrote the chunk, either reads the record and stops or has its EXEC
+    aborted by the retry's SET (see docs/protocol.md). The twin of the Rust ``rfq::write_chunk``.
+
+    ``forget``: the record is this call's own (not a dedup key's), deleted once the chunk is known written: no
+    attempt of the call comes after, and every earlier attempt watched the record before the SET that touched it.
+    """
+    n = len(ids)
+    handled: list[int | None] = [None]
+
+    def build(value: Any) -> list[tuple[str, ...]] | None:
+        text = value.decode() if isinstance(value, bytes) else value
+        done = 0 if text is None else int(text) if isinstance(text, str) and text.isdigit() else None
+        handled[0] = done
+        if done is None or done >= n:
+            return None
+        commands: list[tuple[Any, ...]] = [('HSET', key, *pairs) for key, pairs in hsets[done:]]
+        # The backlog is consumed from its tail: LPUSH in input order, or (front) RPUSH in reverse order, so the
+        # chunk is consumed next and still in input order.
+        commands.append(
+            ('RPUSH', topic.backlog, *reversed(ids[done:])) if front else ('LPUSH', topic.backlog, *ids[done:])
+        )
+        commands.append(('SET', record, str(n), 'PX', str(ttl_ms)))
+        return commands
+
+    loading_deadline: float | None = None
+    dropped = False
+    for _ in range(WATCH_ROUNDS):
+        while True:
+            reply = yield Watched(record, build, forget)
+            if not isinstance(reply, BaseException):
+                break
+            if isinstance(reply, rex.BusyLoadingError):
+                loading_deadline = yield from _wait_loading(ctx, loading_deadline)
+            elif not dropped and _is_drop(reply):
+                dropped = True  # safe to repeat: the next attempt starts from its own WATCH
+            else:
+                raise map_error(reply, ctx)
+        if handled[0] is None:
+            raise reply_error(ctx, f'GET {record}', 'not a count')
+        if reply is None:
+            continue  # the record changed since WATCH
+        if not isinstance(reply, list):
+            raise reply_error(ctx, 'EXEC', reply)
+        for item in reply:
+            if isinstance(item, BaseException):
+                raise map_error(item, ctx)
+        return n - handled[0] if reply else 0
+    raise ServerError(
+        f'ERR the publish record {record} kept changing under other writers ({WATCH_ROUNDS} rounds)', 'ERR'
+    )
 
 
 def claim(

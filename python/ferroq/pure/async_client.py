@@ -172,6 +172,8 @@ class AsyncClient:
                 return await pipe.execute(raise_on_error=False)
             if isinstance(request, _ops.Block):
                 return await self._blocking(request.args, request.timeout)
+            if isinstance(request, _ops.Watched):
+                return await self._watched(request)
             await asyncio.sleep(request.seconds)
             return None
         except (redis.RedisError, UnicodeDecodeError) as exc:
@@ -198,6 +200,47 @@ class AsyncClient:
             raise
         finally:
             await pool.release(conn)
+
+    async def _watched(self, request: _ops.Watched) -> Any:
+        """Run a :class:`ferroq.pure._ops.Watched` on a pooled connection, held for its round trips."""
+        pool: Any = self._pool
+        conn = await pool.get_connection()
+        try:
+            results = await self._transaction(conn, request)
+            if request.forget and results is not None:
+                try:
+                    await conn.send_command('DEL', request.key)
+                    await conn.read_response()
+                except redis.RedisError:
+                    await conn.disconnect()  # best effort: what came before stands, and the record expires
+            return results
+        except BaseException:
+            await conn.disconnect()  # a reply may still be on its way, or a WATCH still set: never reuse it
+            raise
+        finally:
+            await pool.release(conn)
+
+    @staticmethod
+    async def _transaction(conn: Any, request: _ops.Watched) -> Any:
+        """WATCH + GET, then UNWATCH ([]) or MULTI ... EXEC (its results, or None when the key changed)."""
+        await conn.send_packed_command(conn.pack_commands([('WATCH', request.key), ('GET', request.key)]))
+        await conn.read_response()
+        commands = request.build(await conn.read_response())
+        if commands is None:
+            await conn.send_command('UNWATCH')
+            await conn.read_response()
+            return []
+        await conn.send_packed_command(conn.pack_commands([('MULTI',), *commands, ('EXEC',)]))
+        refused: redis.ResponseError | None = None
+        for _ in range(len(commands) + 1):  # MULTI's OK, then QUEUED or the refusal of each command
+            try:
+                await conn.read_response()
+            except redis.ResponseError as exc:
+                refused = refused or exc
+        try:
+            return await conn.read_response()
+        except redis.ResponseError as exc:  # EXECABORT: the refusal says why
+            raise (refused or exc) from None
 
     # --- API ---
 

@@ -240,6 +240,8 @@ class Client:
                 return pipe.execute(raise_on_error=False)
             if isinstance(request, _ops.Block):
                 return self._blocking(request.args, request.timeout)
+            if isinstance(request, _ops.Watched):
+                return self._watched(request)
             time.sleep(request.seconds)
             return None
         except (redis.RedisError, UnicodeDecodeError) as exc:
@@ -259,6 +261,47 @@ class Client:
             raise
         finally:
             pool.release(conn)
+
+    def _watched(self, request: _ops.Watched) -> Any:
+        """Run a :class:`ferroq.pure._ops.Watched` on a pooled connection, held for its round trips."""
+        pool: Any = self._pool
+        conn = pool.get_connection()
+        try:
+            results = self._transaction(conn, request)
+            if request.forget and results is not None:
+                try:
+                    conn.send_command('DEL', request.key)
+                    conn.read_response()
+                except redis.RedisError:
+                    conn.disconnect()  # best effort: what came before stands, and the record expires
+            return results
+        except BaseException:
+            conn.disconnect()  # a reply may still be on its way, or a WATCH still set: never reuse it
+            raise
+        finally:
+            pool.release(conn)
+
+    @staticmethod
+    def _transaction(conn: Any, request: _ops.Watched) -> Any:
+        """WATCH + GET, then UNWATCH ([]) or MULTI ... EXEC (its results, or None when the key changed)."""
+        conn.send_packed_command(conn.pack_commands([('WATCH', request.key), ('GET', request.key)]))
+        conn.read_response()
+        commands = request.build(conn.read_response())
+        if commands is None:
+            conn.send_command('UNWATCH')
+            conn.read_response()
+            return []
+        conn.send_packed_command(conn.pack_commands([('MULTI',), *commands, ('EXEC',)]))
+        refused: redis.ResponseError | None = None
+        for _ in range(len(commands) + 1):  # MULTI's OK, then QUEUED or the refusal of each command
+            try:
+                conn.read_response()
+            except redis.ResponseError as exc:
+                refused = refused or exc
+        try:
+            return conn.read_response()
+        except redis.ResponseError as exc:  # EXECABORT: the refusal says why
+            raise (refused or exc) from None
 
     # --- API ---
 

@@ -1,12 +1,16 @@
 --[[ rfq publish: write one chunk of messages atomically, insert-if-absent, at most once per chunk token.
 
+Sent only by publish_arrow with an id_column: ids chosen by the caller may name messages that already exist,
+and skipping those takes an EXISTS per message decided inside Redis. Every other publish chunk is a watched
+transaction without Lua (docs/protocol.md, "publish and publish_batch").
+
 Input:
   KEYS[1]        rfq:<topic>:backlog
   KEYS[2]        rfq:<topic>:published:<token> (STRING: how many of the chunk's messages calls with this token handled)
   KEYS[3..n+2]   rfq:<topic>:message:<id> for each message, in input order
   ARGV[1]        '1' to publish at the front (consumed next), '0' for the back (FIFO)
   ARGV[2]        how long the token's record is kept, in ms; '' for no record (KEYS[2] is then not touched:
-                 a plain publish_batch, whose fresh ids already make a repeated chunk harmless)
+                 no dedup key, and insert-if-absent already makes a repeated chunk harmless)
   ARGV[3..]      per message, in the order of KEYS[3..]: <id>, <nfields>, f1, v1, ..., f<nfields>, v<nfields>
 
 Output: the number of messages written. The record (when ARGV[2] is not '') holds how many of the chunk's
