@@ -96,5 +96,3 @@ def signal_when(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-
-

@@ -163,7 +163,10 @@ CEILINGS = (
         'rfq',
         'ferroq publish',
         'ferroq claim+commit',
-        ('WATCH+GET, MULTI HSET.. LPUSH SET EXEC, DEL, 1000 per chunk', 'EVALSHA claim(1000), HGETALL per message, EVALSHA commit(1000)'),
+        (
+            'WATCH+GET, MULTI HSET.. LPUSH SET EXEC, DEL, 1000 per chunk',
+            'EVALSHA claim(1000), HGETALL per message, EVALSHA commit(1000)',
+        ),
     ),
     Ceiling(
         'rsmq',
