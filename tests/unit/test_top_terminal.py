@@ -7,6 +7,7 @@ Each test has its own tmux server (``-L``), killed at the end.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,11 @@ class Pane:
         config.write_text('set -g remain-on-exit on\n')
         # COLUMNS and LINES (set by some shells and by pytest's terminal) would override the pane's size
         size = ['env', '-u', 'COLUMNS', '-u', 'LINES']
-        self.run('-f', str(config), 'new-session', '-d', '-s', 'top', '-x', '160', '-y', '30', *size, *command)
+        # The exit status goes to a file: tmux may mark the pane dead (its terminal closed) and never record
+        # the status. (The live view reads Ctrl-C as a key, the terminal in raw mode: no SIGINT reaches sh.)
+        self.status_file = directory / 'exit-status'
+        record = ['sh', '-c', f'"$@"; echo $? > {shlex.quote(str(self.status_file))}', 'sh']
+        self.run('-f', str(config), 'new-session', '-d', '-s', 'top', '-x', '160', '-y', '30', *record, *size, *command)
 
     def run(self, *args: str) -> str:
         return subprocess.run(
@@ -51,12 +56,9 @@ class Pane:
         self.run('send-keys', '-t', 'top', *(['-l'] if literal else []), *keys)
 
     def exit_status(self) -> int | None:
-        """The command's exit status once it ended (128 + N for signal N), else None."""
-        out = self.run('list-panes', '-t', 'top', '-F', '#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}')
-        dead, status, signal = out.strip().split(':')
-        if dead != '1' or not (status or signal):  # tmux may mark the pane dead a moment before the status
-            return None
-        return int(status) if status else 128 + int(signal)
+        """The command's exit status once it ended (128 + N for signal N, as sh reports it), else None."""
+        text = self.status_file.read_text() if self.status_file.exists() else ''
+        return int(text) if text.endswith('\n') else None  # the file is complete once its newline is there
 
     def wait(self, what: str, condition: Callable[[str], bool]) -> str:
         deadline = time.monotonic() + WAIT
