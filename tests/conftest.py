@@ -25,7 +25,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).parent))  # the helper modules next to this file
 
 from _adapters import KINDS, Client, LoopThread, new_client
-from _redis import PASSWORD, RedisServer
+from _redis import PASSWORD, RedisServer, server_version
 
 MakeClient = Callable[..., Client]
 
@@ -120,7 +120,7 @@ def pytest_report_header(config: pytest.Config) -> str:
         where = native.__file__
     except ImportError as exc:
         where = f'not importable ({exc})'
-    return f'ferroq native module: {where}'
+    return f'ferroq native module: {where}\nserver: {server_version()} (the redis-server on PATH)'
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -55,6 +55,7 @@ from ferroq.exceptions import (
     QueueNotFound,
     ServerError,
     ServerUnavailable,
+    UnsupportedServer,
 )
 from ferroq.types import (
     GroupInfo,
@@ -107,6 +108,7 @@ __all__ = [
     'StreamInfo',
     'Topic',
     'TopicStats',
+    'UnsupportedServer',
     'Worker',
     'WorkerStats',
     '__version__',

@@ -25,6 +25,7 @@ __all__ = [
     'QueueNotFound',
     'ServerError',
     'ServerUnavailable',
+    'UnsupportedServer',
 ]
 
 
@@ -53,6 +54,10 @@ class CommandTimeout(FerroqError):
 
 class ServerUnavailable(FerroqError):
     """No Redis is configured and the embedded ``redis-server`` cannot be started."""
+
+
+class UnsupportedServer(FerroqError):
+    """The server is older than the oldest version ferroq supports (Redis 6.2; Valkey 7.2), found on connect."""
 
 
 class InvalidArgument(FerroqError, ValueError):
