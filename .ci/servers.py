@@ -12,7 +12,6 @@ Usage: ``servers.py DEST`` (installs what is missing, checks each binary's ``--v
 
 from __future__ import annotations
 
-import os
 import platform
 import stat
 import subprocess
@@ -113,7 +112,6 @@ def main() -> None:
     dest = Path(sys.argv[1])
     for server in SERVERS:
         install(server, dest)
-    os.utime(dest)
 
 
 if __name__ == '__main__':

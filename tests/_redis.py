@@ -68,6 +68,12 @@ def server_version(exe: str | None = None) -> str:
     return f'{words[0] if words else "?"} {number}'
 
 
+def server_major(exe: str) -> int:
+    """The major version of a redis-server binary (Valkey's own: 8 for Valkey 8)."""
+    number = server_version(exe).split()[-1]
+    return int(number.split('.')[0]) if number[:1].isdigit() else 0
+
+
 class RedisServer:
     """A redis-server child process: ``--save ''``, no AOF, data in ``directory``; ``exe`` defaults to
     the ``redis-server`` on PATH (a folder of ``make servers`` first on PATH picks another version)."""
