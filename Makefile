@@ -1,4 +1,4 @@
-# ferroq developer tasks. `make help` lists the targets; `.ci/run` runs `make test lint` on a fresh machine.
+# ferroq developer tasks. `make help` lists the targets; `.ci/run` runs `make test test-versions smoke lint` on a fresh machine.
 #
 # Everything lands in the repo: .venv (dev tools, PyRSMQ 0.6.1 from PyPI for the RSMQ interop tests, the built
 # wheel), .venv-rfq (rfq 1.4.0 from PyPI for the rfq interop tests, with the old redis-py it pins), .servers

@@ -1,6 +1,8 @@
 """Fixtures: throwaway redis-servers on loopback, and the ``client`` parametrised over every implementation.
 
-- ``redis_server`` (session): ``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no``.
+- ``redis_server`` (session): ``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no``, the
+  ``redis-server`` first on PATH (``make test-versions`` puts ``.servers/redis-6.2`` or ``.servers/valkey-8``
+  first; the report header names the server).
 - ``redis_url``: that server's URL after FLUSHALL, SCRIPT FLUSH and CONFIG RESETSTAT.
 - ``r``: a raw redis-py client (``decode_responses=True``) to check state.
 - ``client``: ``native`` (ferroq.Client), ``native-async`` (ferroq.AsyncClient), ``pure`` (ferroq.pure.Client),
