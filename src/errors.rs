@@ -34,6 +34,8 @@ pub enum ErrorKind {
     Batch(Vec<(usize, Error)>),
     OutOfMemory,
     PermissionDenied,
+    /// The server is older than the oldest version ferroq supports (`server_version::MINIMUM`).
+    UnsupportedServer,
     /// Redis returned data that does not follow the protocol.
     Protocol,
     /// Redis is loading its dataset (retried for a while before it surfaces as `Connection`).
@@ -89,13 +91,13 @@ impl Error {
 
     /// Redis refused a stream command because its key does not exist (`ERR no such key` from XINFO,
     /// `ERR The XGROUP subcommand requires the key to exist` from XGROUP), or named a missing group (NOGROUP,
-    /// which Redis 6.2 wraps in an `ERR Error running script` when a script meets it).
+    /// also when a script met it: see [`Error::server`]).
     pub fn is_missing_stream_or_group(&self) -> bool {
         match &self.kind {
             ErrorKind::QueueNotFound => true,
             ErrorKind::Server { code } if code == "ERR" => {
                 let m = &self.message;
-                m.contains("NOGROUP") || m.contains("no such key") || m.contains("requires the key to exist")
+                m.contains("no such key") || m.contains("requires the key to exist")
             }
             _ => false,
         }
@@ -143,6 +145,7 @@ impl Error {
                 ErrorKind::Protocol,
                 format!("unreadable reply from Redis at {url}: {err}"),
             ),
+            RedisKind::RESP3NotSupported => crate::server_version::unsupported(url, "older than Redis 6 (no HELLO)"),
             RedisKind::InvalidClientConfig => Self::invalid(format!("invalid Redis URL \"{url}\": {}", err.category())),
             RedisKind::Server(_) | RedisKind::Extension => {
                 let code = err.code().unwrap_or("ERR").to_string();
@@ -161,8 +164,13 @@ impl Error {
         )
     }
 
-    /// An error reply `code detail`, classified by its code.
+    /// An error reply `code detail`, classified by its code. Redis 6.2 wraps an error raised inside a
+    /// script in an `ERR Error running script ...`; the error inside decides (as on Redis 7 and Valkey).
     pub fn server(code: &str, detail: &str) -> Self {
+        let (code, detail) = match code {
+            "ERR" => unwrap_script_error(detail).unwrap_or((code, detail)),
+            _ => (code, detail),
+        };
         let message = if detail.is_empty() {
             code.to_string()
         } else {
@@ -210,6 +218,27 @@ fn tls_failure(err: &RedisError) -> Option<String> {
         return None;
     };
     Some(format!("{what} ({text})"))
+/// The error inside Redis 6.2's `Error running script (call to f_<sha1>): @user_script:<line>: <error>`, as
+/// `(code, detail)`: `<error>` is `CODE detail` for an error reply of `redis.call`, or `@user_script: <line>:
+/// -CODE detail` for one Redis raised before running the command (OOM, NOPERM). `None` when the script failed
+/// without an error code (a Lua error) or `detail` is not a script error. The pure client does the same
+/// (`ferroq.pure._ops.unwrap_script_error`).
+fn unwrap_script_error(detail: &str) -> Option<(&str, &str)> {
+    let mut rest = detail.strip_prefix("Error running script")?;
+    rest = rest.split_once("): ").map_or(rest, |(_, after)| after);
+    loop {
+        let trimmed = rest.trim_start();
+        let Some(after) = trimmed.strip_prefix("@user_script:") else {
+            rest = trimmed;
+            break;
+        };
+        let line = after.trim_start().trim_start_matches(|c: char| c.is_ascii_digit());
+        rest = line.strip_prefix(':')?;
+    }
+    let rest = rest.strip_prefix('-').unwrap_or(rest);
+    let (code, detail) = rest.split_once(' ').unwrap_or((rest, ""));
+    let is_code = !code.is_empty() && code.bytes().all(|b| b.is_ascii_uppercase());
+    is_code.then_some((code, detail))
 }
 
 impl fmt::Display for Error {
@@ -259,10 +288,57 @@ mod tests {
     }
 
     #[test]
+    fn script_errors_of_redis_6_2_are_unwrapped() {
+        let call = "Error running script (call to f_aa19): @user_script:1: WRONGTYPE Operation against a key \
+                    holding the wrong kind of value";
+        let err = Error::server("ERR", call);
+        assert_eq!(
+            err.kind,
+            ErrorKind::Server {
+                code: "WRONGTYPE".into()
+            }
+        );
+        assert_eq!(
+            err.message,
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+        let oom = "Error running script (call to f_ee5b): @user_script:12: @user_script: 12: -OOM command not \
+                   allowed when used memory > 'maxmemory'.";
+        let err = Error::server("ERR", oom);
+        assert_eq!(err.kind, ErrorKind::OutOfMemory);
+        assert_eq!(err.message, "OOM command not allowed when used memory > 'maxmemory'.");
+        let noperm = "Error running script (call to f_1): @user_script:3: @user_script: 3: -NOPERM this user has \
+                      no permissions to access one of the keys used as arguments";
+        assert_eq!(Error::server("ERR", noperm).kind, ErrorKind::PermissionDenied);
+        // A Lua error or an unknown command carries no code: it stays ERR, with the whole text.
+        for plain in [
+            "Error running script (call to f_8290): @user_script:1: user_script:1: boom",
+            "Error running script (call to f_4f59): @user_script:1: @user_script: 1: Unknown Redis command called \
+             from Lua script",
+            "Error running script",
+            "wrong number of arguments",
+        ] {
+            let err = Error::server("ERR", plain);
+            assert_eq!(err.kind, ErrorKind::Server { code: "ERR".into() }, "{plain}");
+            assert_eq!(err.message, format!("ERR {plain}"));
+        }
+    }
+
+    #[test]
     fn predicates() {
         assert!(Error::new(ErrorKind::Connection, "x").is_connection_dropped());
         assert!(Error::new(ErrorKind::Timeout, "x").is_retryable());
         assert!(!Error::invalid("x").is_retryable());
+    }
+
+    #[test]
+    fn a_server_without_resp3_is_unsupported() {
+        let err = RedisError::from((RedisKind::RESP3NotSupported, "no HELLO"));
+        let mapped = Error::from_redis(&err, "redis://h:1");
+        assert_eq!(mapped.kind, ErrorKind::UnsupportedServer);
+        assert!(mapped
+            .message
+            .starts_with("Redis at redis://h:1 is older than Redis 6 (no HELLO): ferroq needs"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod errors;
 pub mod pool;
 pub mod protocol;
 pub mod scripts;
+pub mod server_version;
 
 mod bindings;
 

@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use crate::config::Options;
 use crate::errors::{Error, ErrorKind, Result};
 use crate::scripts;
+use crate::server_version;
 
 /// How long a LOADING server is waited for before the call fails.
 const LOADING_WAIT: Duration = Duration::from_secs(10);
@@ -115,6 +116,8 @@ pub struct Pool {
     dedicated: Mutex<Vec<Live>>,
     /// Set once the server's eviction policy has been read (on the first connection that can).
     policy_checked: AtomicBool,
+    /// Set once the server's version has been found supported (see [`Pool::check_version`]).
+    version_checked: AtomicBool,
 }
 
 impl Pool {
@@ -159,6 +162,7 @@ impl Pool {
             generation: AtomicU64::new(1),
             dedicated: Mutex::new(Vec::new()),
             policy_checked: AtomicBool::new(false),
+            version_checked: AtomicBool::new(false),
         })
     }
 
@@ -230,6 +234,9 @@ impl Pool {
             cmd.arg("SETNAME").arg(name);
             cmd.query_async::<()>(&mut conn).await.map_err(|e| self.map_err(e))?;
         }
+        if !self.version_checked.load(Ordering::Acquire) {
+            self.check_version(&mut conn).await?;
+        }
         if !self.policy_checked.load(Ordering::Acquire) {
             self.check_policy(&mut conn).await;
         }
@@ -247,6 +254,19 @@ impl Pool {
         self.opts.url.to_ascii_lowercase().starts_with("rediss://")
             && self.opts.endpoint.tls_cert_file.is_none()
             && closed.iter().any(|w| err.message.contains(w))
+    /// Refuses a server older than [`server_version::MINIMUM`], from `INFO server`. A user without INFO
+    /// (ACL) is not checked; other errors leave the check for the next connection.
+    async fn check_version(&self, conn: &mut MultiplexedConnection) -> Result<()> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        match self.query(conn, &info).await {
+            Ok(Value::BulkString(text)) => server_version::check(self.shown_url(), &String::from_utf8_lossy(&text))?,
+            Ok(Value::VerbatimString { text, .. }) => server_version::check(self.shown_url(), &text)?,
+            Err(e) if e.kind != ErrorKind::PermissionDenied => return Ok(()),
+            _ => {}
+        }
+        self.version_checked.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Warns once per pool when the server may evict queue keys. `CONFIG GET` first; a user without

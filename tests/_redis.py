@@ -6,6 +6,8 @@ Never port 6379, never anything but 127.0.0.1; every wait is bounded.
 from __future__ import annotations
 
 import contextlib
+import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -14,7 +16,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 START_TIMEOUT = 10.0
+#: Where `make servers` (.ci/servers.py) puts the Redis and Valkey binaries of other versions, one folder each.
+SERVERS_DIR = Path(os.environ.get('FERROQ_TEST_SERVERS', Path(__file__).resolve().parents[1] / '.servers'))
 #: The password of the ``auth_server`` fixture's redis-server.
 PASSWORD = 's3cr3t-Pa55w0rd'
 
@@ -42,11 +48,39 @@ def _ping(port: int, password: str | None = None) -> bool:
         return False
 
 
-class RedisServer:
-    """A redis-server child process: ``--save ''``, no AOF, data in ``directory``."""
+def server_binary(name: str) -> str:
+    """The ``redis-server`` of ``SERVERS_DIR/<name>`` (``redis-5.0``, ``redis-6.2``, ``valkey-8``)."""
+    exe = SERVERS_DIR / name / 'redis-server'
+    if not exe.exists():
+        if platform.system() != 'Linux' or platform.machine() != 'x86_64':
+            pytest.skip(f'the {name} server wheel is for x86_64 Linux only')
+        raise RuntimeError(f'{exe} is missing: run `make servers`')
+    return str(exe)
 
-    def __init__(self, directory: Path, *extra: str, password: str | None = None) -> None:
-        exe = shutil.which('redis-server')
+
+def server_version(exe: str | None = None) -> str:
+    """What ``redis-server --version`` says of itself (the one on PATH by default): ``Redis 7.0.15``."""
+    exe = exe or shutil.which('redis-server')
+    if exe is None:
+        return 'no redis-server on PATH'
+    out = subprocess.run([exe, '--version'], capture_output=True, text=True, timeout=30, check=False).stdout
+    words = out.split()
+    number = next((w[2:] for w in words if w.startswith('v=')), '?')
+    return f'{words[0] if words else "?"} {number}'
+
+
+def server_major(exe: str) -> int:
+    """The major version of a redis-server binary (Valkey's own: 8 for Valkey 8)."""
+    number = server_version(exe).split()[-1]
+    return int(number.split('.')[0]) if number[:1].isdigit() else 0
+
+
+class RedisServer:
+    """A redis-server child process: ``--save ''``, no AOF, data in ``directory``; ``exe`` defaults to
+    the ``redis-server`` on PATH (a folder of ``make servers`` first on PATH picks another version)."""
+
+    def __init__(self, directory: Path, *extra: str, password: str | None = None, exe: str | None = None) -> None:
+        exe = exe or shutil.which('redis-server')
         if exe is None:
             raise RuntimeError('redis-server is not on PATH: run `make setup` (apt-get install redis-server)')
         directory.mkdir(parents=True, exist_ok=True)

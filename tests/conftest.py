@@ -1,6 +1,8 @@
 """Fixtures: throwaway redis-servers on loopback, and the ``client`` parametrised over every implementation.
 
-- ``redis_server`` (session): ``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no``.
+- ``redis_server`` (session): ``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no``, the
+  ``redis-server`` first on PATH (``make test-versions`` puts ``.servers/redis-6.2`` or ``.servers/valkey-8``
+  first; the report header names the server).
 - ``redis_url``: that server's URL after FLUSHALL, SCRIPT FLUSH and CONFIG RESETSTAT.
 - ``r``: a raw redis-py client (``decode_responses=True``) to check state.
 - ``client``: ``native`` (ferroq.Client), ``native-async`` (ferroq.AsyncClient), ``pure`` (ferroq.pure.Client),
@@ -26,7 +28,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).parent))  # the helper modules next to this file
 
 from _adapters import KINDS, Client, LoopThread, new_client
-from _redis import PASSWORD, RedisServer
+from _redis import PASSWORD, RedisServer, server_version
 
 MakeClient = Callable[..., Client]
 
@@ -123,7 +125,7 @@ def pytest_report_header(config: pytest.Config) -> str:
         where = native.__file__
     except ImportError as exc:
         where = f'not importable ({exc})'
-    return f'ferroq native module: {where}'
+    return f'ferroq native module: {where}\nserver: {server_version()} (the redis-server on PATH)'
 
 
 def pytest_configure(config: pytest.Config) -> None:

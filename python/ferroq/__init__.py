@@ -56,6 +56,7 @@ from ferroq.exceptions import (
     ServerError,
     ServerUnavailable,
     TlsError,
+    UnsupportedServer,
 )
 from ferroq.types import (
     GroupInfo,
@@ -109,6 +110,7 @@ __all__ = [
     'TlsError',
     'Topic',
     'TopicStats',
+    'UnsupportedServer',
     'Worker',
     'WorkerStats',
     '__version__',

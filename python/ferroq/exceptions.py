@@ -26,6 +26,7 @@ __all__ = [
     'ServerError',
     'ServerUnavailable',
     'TlsError',
+    'UnsupportedServer',
 ]
 
 
@@ -63,6 +64,10 @@ class CommandTimeout(FerroqError):
 
 class ServerUnavailable(FerroqError):
     """No Redis is configured and the embedded ``redis-server`` cannot be started."""
+
+
+class UnsupportedServer(FerroqError):
+    """The server is older than the oldest version ferroq supports (Redis 6.2; Valkey 7.2), found on connect."""
 
 
 class InvalidArgument(FerroqError, ValueError):

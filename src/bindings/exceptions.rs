@@ -33,6 +33,7 @@ fn class_name(kind: &ErrorKind) -> &'static str {
         ErrorKind::Batch(_) => "BatchError",
         ErrorKind::OutOfMemory => "OutOfMemory",
         ErrorKind::PermissionDenied => "PermissionDenied",
+        ErrorKind::UnsupportedServer => "UnsupportedServer",
         ErrorKind::Protocol => "ProtocolError",
         ErrorKind::NoScript | ErrorKind::Server { .. } => "ServerError",
     }

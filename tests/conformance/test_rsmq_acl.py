@@ -25,7 +25,9 @@ COMMANDS = (
 
 @pytest.fixture
 def acl_url(r, redis_url):
-    r.execute_command('ACL', 'SETUSER', USER, 'reset', 'on', f'>{PASSWORD}', '~rsmq:*', '&rsmq:rt:*', *COMMANDS.split())
+    # resetchannels: Redis 6.2's `reset` grants every channel, and refuses a channel pattern on top of that.
+    rule = ['reset', 'resetchannels', 'on', f'>{PASSWORD}', '~rsmq:*', '&rsmq:rt:*', *COMMANDS.split()]
+    r.execute_command('ACL', 'SETUSER', USER, *rule)
     yield redis_url.replace('redis://', f'redis://{USER}:{PASSWORD}@')
     r.execute_command('ACL', 'DELUSER', USER)
 

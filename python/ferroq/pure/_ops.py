@@ -45,6 +45,7 @@ from ferroq.exceptions import (
     ProtocolError,
     ServerError,
     TlsError,
+    UnsupportedServer,
 )
 from ferroq.protocol import keys
 from ferroq.types import InspectEntry, Message, StreamEntry, TopicStats, published_at
@@ -567,16 +568,32 @@ _CODES: dict[type[Exception], str] = {
 
 #: Redis's words when a script calls a command its ACL user may not run (``SCRIPT_NOPERM`` in src/errors.rs).
 _SCRIPT_NOPERM = "user executing the script can't run this command"
+#: Redis 6.2's wrapping of an error raised inside a script: ``Error running script (call to f_<sha1>):
+#: @user_script:<line>: <error>``, where ``<error>`` is ``CODE detail`` (an error reply of ``redis.call``)
+#: or ``@user_script: <line>: -CODE detail`` (an error Redis raised before running the command: OOM, NOPERM).
+_SCRIPT_ERROR = re.compile(
+    r'Error running script[^:]*\): (?:\s*@user_script: ?\d+:)*\s*-?([A-Z]+)(?: (.*))?$', re.DOTALL
+)
+
+
+def unwrap_script_error(text: str) -> tuple[str, str] | None:
+    """``(code, message)`` of the error inside Redis 6.2's ``Error running script``, so the code is the same
+    as on Redis 7 and Valkey; ``None`` for any other text, or a script error without a code (a Lua error).
+    The native core does the same (``unwrap_script_error`` in src/errors.rs)."""
+    m = _SCRIPT_ERROR.match(text.removeprefix('ERR '))
+    return (m[1], f'{m[1]} {m[2]}' if m[2] else m[1]) if m else None
 
 
 def _error_text(exc: rex.RedisError) -> tuple[str, str]:
     """(code, full message) of an error reply; redis-py strips the code of the errors it knows."""
     text = str(exc)
     code = getattr(exc, 'status_code', None) or _CODES.get(type(exc))
-    if code:
-        return code, text if text.startswith(code) else f'{code} {text}'
-    first = text.split(' ', 1)[0]
-    return (first if first.isupper() and first.isalpha() else 'ERR'), text
+    if not code:
+        first = text.split(' ', 1)[0]
+        code = first if first.isupper() and first.isalpha() else 'ERR'
+    if code == 'ERR' and (inner := unwrap_script_error(text)):
+        return inner
+    return code, text if text.startswith(code) else f'{code} {text}'
 
 
 def map_error(exc: BaseException, ctx: Settings) -> FerroqError:
@@ -723,6 +740,43 @@ def eviction_warning(shown_url: str, policy: str) -> str | None:
         f'Redis at {shown_url} has maxmemory-policy {policy}: when its memory is full it may evict queue keys, '
         'and an evicted message is lost without an error; set maxmemory-policy noeviction'
     )
+
+
+#: The oldest supported ``redis_version`` (Valkey reports the Redis version it is compatible with, 7.2.4 for
+#: Valkey 8). The twin of ``MINIMUM`` in src/server_version.rs, which says why.
+MINIMUM_SERVER = (6, 2, 0)
+
+
+def unsupported_server(shown_url: str, what: str) -> UnsupportedServer:
+    major, minor, _ = MINIMUM_SERVER
+    return UnsupportedServer(
+        f'Redis at {shown_url} is {what}: ferroq needs Redis {major}.{minor} or later, or Valkey 7.2 or later'
+    )
+
+
+def check_server_version(shown_url: str, info: object) -> None:
+    """Raises UnsupportedServer when ``INFO server`` (as redis-py parses it) shows a server that is too old;
+    nothing when it is recent enough or shows no version (a proxy that hides it: then the scripts decide)."""
+    if not isinstance(info, dict) or 'redis_version' not in info:
+        return
+    version = str(info['redis_version'])
+    try:
+        parts = [int(p) for p in version.split('.')[:3]]
+    except ValueError:
+        return
+    if len(parts) >= 2 and tuple(parts + [0] * (3 - len(parts))) < MINIMUM_SERVER:
+        own = info.get('valkey_version')
+        raise unsupported_server(shown_url, f'{info["server_name"]} {own}' if own else f'Redis {version}')
+
+
+def server_checks(ctx: Settings) -> Plan[str | None]:
+    """Checks the server once per client: its version (raises UnsupportedServer), then its
+    ``maxmemory-policy`` (see :func:`server_policy`)."""
+    info = yield Call(('INFO', 'server'))
+    if isinstance(info, BaseException) and _is_drop(info):
+        raise map_error(info, ctx)  # not connected: the next call asks again
+    check_server_version(ctx.shown_url, info)
+    return (yield from server_policy(ctx))
 
 
 def server_policy(ctx: Settings) -> Plan[str | None]:

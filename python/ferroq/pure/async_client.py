@@ -19,7 +19,7 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from ferroq.exceptions import ConnectionFailed, FerroqError
+from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _arrow, _ops, _rsmq, _streams
 from ferroq.types import (
     GroupInfo,
@@ -124,10 +124,13 @@ class AsyncClient:
                 await pubsub.aclose()
 
     async def _check_policy(self) -> None:
-        """Warn once when the server may evict queue keys (see :func:`ferroq.pure._ops.server_policy`)."""
+        """Refuse a server that is too old; warn once when it may evict queue keys (:func:`_ops.server_checks`)."""
         self._policy_checked = True  # before the round trip: concurrent calls do not check (and warn) twice
         try:
-            policy = await self._run(_ops.server_policy(self._ctx), check=False)
+            policy = await self._run(_ops.server_checks(self._ctx), check=False)
+        except UnsupportedServer:
+            self._policy_checked = False  # every call is refused, not only the first
+            raise
         except FerroqError:
             self._policy_checked = False  # no answer (not connected yet?): the next call checks again
             return
