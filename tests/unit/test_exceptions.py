@@ -146,6 +146,8 @@ def test_not_a_redis_server_without_hiredis():
         server.close()
     assert out.returncode == 0, out.stderr
     assert out.stdout == f'the server at {server.url} does not speak the Redis protocol (not a Redis server?)\n'
+
+
 _CALL = (
     'Error running script (call to f_aa19): @user_script:1: WRONGTYPE Operation against a key holding the wrong kind'
 )
