@@ -218,6 +218,8 @@ fn tls_failure(err: &RedisError) -> Option<String> {
         return None;
     };
     Some(format!("{what} ({text})"))
+}
+
 /// The error inside Redis 6.2's `Error running script (call to f_<sha1>): @user_script:<line>: <error>`, as
 /// `(code, detail)`: `<error>` is `CODE detail` for an error reply of `redis.call`, or `@user_script: <line>:
 /// -CODE detail` for one Redis raised before running the command (OOM, NOPERM). `None` when the script failed

@@ -254,6 +254,8 @@ impl Pool {
         self.opts.url.to_ascii_lowercase().starts_with("rediss://")
             && self.opts.endpoint.tls_cert_file.is_none()
             && closed.iter().any(|w| err.message.contains(w))
+    }
+
     /// Refuses a server older than [`server_version::MINIMUM`], from `INFO server`. A user without INFO
     /// (ACL) is not checked; other errors leave the check for the next connection.
     async fn check_version(&self, conn: &mut MultiplexedConnection) -> Result<()> {
