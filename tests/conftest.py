@@ -17,6 +17,7 @@ nothing touches the user's embedded server or their Redis.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,6 +49,17 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
         server.stop_embedded()  # in case a test started one in the temp FERROQ_HOME
     mp.undo()
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _sigint_as_at_a_terminal() -> Iterator[None]:
+    """A run started in the background (``cmd &`` in a script) has SIGINT ignored, and its children would start
+    with it ignored and never see Ctrl-C: the tests that send SIGINT to a child need it as at a terminal."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope='session')

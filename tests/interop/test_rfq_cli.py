@@ -172,7 +172,11 @@ def test_consume_interrupted_while_waiting_exits_0(rfq_env, redis_url, r):
     # Other tests' clients may still be blocked on this server: count the new one.
     before = r.info('clients')['blocked_clients']
     proc = subprocess.Popen(
-        [str(FERROQ), 'consume', '-t', 'jobs'], env=rfq_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(FERROQ), 'consume', '-t', 'jobs'],
+        env=rfq_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     # Ready once it waits in a blocking claim.
     stdout, stderr = signal_when(proc, signal.SIGINT, lambda: r.info('clients')['blocked_clients'] > before)
