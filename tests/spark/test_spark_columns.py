@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _queries import peek
 from pyspark.sql.types import StructType
 
 import ferroq
@@ -157,3 +158,23 @@ def test_batch_reads_fill_every_metadata_column(spark: Any, redis_url: str) -> N
     assert sorted(r.n for r in rows) == list(range(30))
     assert all(r._published.astimezone(UTC) == stream_id_time(r._id) and r._deliveries == 0 for r in rows)
     assert {r._topic for r in rows} == {'ev'}
+
+
+def test_a_stream_batch_read_with_a_group_shows_its_pending_delivery_counts(spark: Any, redis_url: str) -> None:
+    with ferroq.Client(redis_url) as c:
+        ids = c.stream('ev').publish_batch([{'n': str(i)} for i in range(30)])
+        group = c.stream('ev').group('workers', 'w1')
+        group.create('0')
+        read = group.read(count=3)  # 3 pending, delivered once
+        group.ack(read[:1])  # acknowledged: no longer counted
+        again = c.stream('ev').group('workers', 'w2').autoclaim(0, count=1)  # delivered twice now
+    assert [e.id for e in again] == [ids[1]]
+
+    def deliveries(**options: str) -> dict[str, int]:
+        df = peek(spark, redis_url, stream='ev', numPartitions='3', **options).schema('_id string, _deliveries long')
+        return {r._id: r._deliveries for r in df.load().collect()}
+
+    assert deliveries(group='workers') == {i: {ids[1]: 2, ids[2]: 1}.get(i, 0) for i in ids}
+    assert deliveries() == dict.fromkeys(ids, 0)  # no group: a stream keeps no other delivery count
+    with pytest.raises(Exception, match="stream 'ev' has no consumer group 'nope'"):
+        deliveries(group='nope')

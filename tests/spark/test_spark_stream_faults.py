@@ -29,7 +29,7 @@ def _publish(url: str, kind: str, name: str) -> None:
 
 def _query(spark: Any, url: str, kind: str, name: str, checkpoint: str, sink: Any, available_now: bool) -> Any:
     options = {kind: name, 'maxRecordsPerTrigger': str(PER_BATCH)}
-    return read_stream(spark, url, options, 'n long, _id string', sink, checkpoint, available_now)
+    return read_stream(spark, url, options, 'n long, _id string, _deliveries long', sink, checkpoint, available_now)
 
 
 @pytest.mark.parametrize('kind', ['topic', 'stream'])
@@ -38,9 +38,12 @@ def test_a_failed_batch_is_replayed_whole(spark: Any, redis_url: str, checkpoint
     by_batch: dict[int, list[int]] = {}  # the idempotent sink: a replayed batch replaces its rows
     appended: list[int] = []  # a sink that only appends
     failed = []
+    deliveries: set[int] = set()
 
     def sink(df: Any, batch_id: int) -> None:
-        rows = [row.n for row in df.collect()]
+        got = df.collect()
+        rows = [row.n for row in got]
+        deliveries.update(row._deliveries for row in got)
         appended.extend(rows)
         if batch_id == 2 and not failed:
             failed.append(batch_id)
@@ -58,6 +61,7 @@ def test_a_failed_batch_is_replayed_whole(spark: Any, redis_url: str, checkpoint
     assert max(delivered.values()) == 1  # duplicates = 0 with the idempotent sink
     dupes = sum(c - 1 for c in Counter(appended).values())
     assert dupes == PER_BATCH  # the appending sink saw the failed batch twice, and nothing else
+    assert deliveries == {1}  # a replayed batch is the same delivery (the same claim; the same group read)
 
 
 @pytest.mark.parametrize('kind', ['topic', 'stream'])

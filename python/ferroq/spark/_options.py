@@ -95,7 +95,13 @@ OPTIONS: tuple[Option, ...] = (
     _opt('startingPosition', _READS, _STREAM, 'earliest', 'earliest, latest, an entry id or an ISO-8601 time'),
     _opt('endingPosition', frozenset({'read'}), _STREAM, 'latest', 'latest, an entry id or an ISO-8601 time'),
     _opt('numPartitions', _READS, _ALL_KINDS, '4', 'partitions a read (or a micro-batch) is split into'),
-    _opt('group', frozenset({'stream_read'}), _STREAM, 'spark', 'the consumer group acknowledged on commit'),
+    _opt(
+        'group',
+        _READS,
+        _STREAM,
+        'spark (streaming)',
+        'streaming: the consumer group acknowledged on commit; batch: `_deliveries` from its pending entries',
+    ),
     _opt('consumer', frozenset({'stream_read'}), _TOPIC | _STREAM, 'spark', 'who claims; one live query each'),
     _opt('maxRecordsPerTrigger', frozenset({'stream_read'}), _TOPIC | _STREAM, '', 'messages per micro-batch'),
     _opt('failOnDataLoss', frozenset({'stream_read'}), _STREAM, 'true', 'fail when unread entries were trimmed'),
@@ -170,7 +176,7 @@ class Plan:
     starting_position: str = 'earliest'
     ending_position: str = 'latest'
     num_partitions: int = 4
-    group: str = 'spark'
+    group: str | None = None  # batch reads: none unless given
     consumer: str = 'spark'
     max_records_per_trigger: int | None = None
     fail_on_data_loss: bool = True
@@ -222,7 +228,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         starting_position=_position(given, 'startingPosition', 'earliest', mode),
         ending_position=_position(given, 'endingPosition', 'latest', mode),
         num_partitions=_int(given, 'numPartitions', 1, 10_000) or 4,
-        group=_word(given, 'group') or 'spark',
+        group=_word(given, 'group') or ('spark' if mode == 'stream_read' else None),
         consumer=_word(given, 'consumer') or 'spark',
         max_records_per_trigger=_int(given, 'maxRecordsPerTrigger', 1, 100_000_000),
         fail_on_data_loss=_bool(given, 'failOnDataLoss', True),

@@ -7,7 +7,9 @@ Planned on the driver, read in parallel by the executors:
   and the bodies and delivery counts of those ids. The driver never holds the ids.
 - **RSMQ queue**: the same with a snapshot of the queue's ZSET (in order of visibility time).
 - **stream**: entries between ``startingPosition`` and ``endingPosition`` (fixed when the read is planned),
-  the time range split evenly into partitions, each read with XRANGE in pages.
+  the time range split evenly into partitions, each read with XRANGE in pages. A stream counts deliveries
+  only for the entries a consumer group has pending: with the ``group`` option, ``_deliveries`` is that
+  group's count (XPENDING over the same page), else 0.
 
 Every action re-plans, so ``count()`` then ``collect()`` may see different contents of a changing queue:
 ``.cache()`` the DataFrame for one consistent snapshot.
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from ferroq.exceptions import QueueNotFound
 from ferroq.protocol import keys
 from ferroq.spark import _conn
 from ferroq.spark._options import Connection, Plan
@@ -33,6 +36,9 @@ from ferroq.types import published_at, rsmq_sent
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
+
+    #: The delivery counts of a page of entries: a constant, or a function of the page's ids.
+    Deliveries = int | Callable[[pa.Array], pa.Array] | None
 
 __all__ = [
     'StreamRange',
@@ -85,6 +91,8 @@ class _Reader(DataSourceReader):
         plan, target = self.plan, self.plan.target
         raw = _conn.raw(plan.connection)
         if target.kind == 'stream':
+            if plan.group is not None:
+                check_group(raw, target.name, plan.group)
             span = stream_span(raw, target.name, plan.starting_position, plan.ending_position)
             if span is None:
                 return [StreamRange('+', '-')]  # an empty range: XRANGE + - returns nothing
@@ -100,7 +108,8 @@ class _Reader(DataSourceReader):
         plan, target = self.plan, self.plan.target
         raw = _conn.raw(plan.connection)
         if isinstance(partition, StreamRange):
-            yield from stream_range_batches(plan.connection, target.name, partition, self.schema)
+            deliveries = _pending_counts(raw, target.name, plan.group) if plan.group is not None else None
+            yield from stream_range_batches(plan.connection, target.name, partition, self.schema, deliveries)
         elif not isinstance(partition, Span):
             raise TypeError(f'not a partition of this reader: {partition!r}')
         elif target.kind == 'topic':
@@ -281,19 +290,51 @@ def stream_ranges(lo: str, hi: str, parts: int, lo_exclusive: bool = False) -> l
 
 
 def stream_range_batches(
-    conn: Connection, stream: str, part: StreamRange, schema: StructType
+    conn: Connection, stream: str, part: StreamRange, schema: StructType, deliveries: Deliveries = None
 ) -> Iterator[pa.RecordBatch]:
-    """The entries of ``part`` as batches of ``schema``, BATCH_ROWS per XRANGE (``Stream.range_arrow``)."""
+    """The entries of ``part`` as batches of ``schema``, BATCH_ROWS per XRANGE (``Stream.range_arrow``), with
+    ``_deliveries`` from ``deliveries`` (0 when None)."""
+    import pyarrow as pa
+
     handle = _conn.native(conn).stream(stream)
     names = field_names(schema)
     lo = part.lo
     while True:
         fetched = handle.range_arrow(lo, part.hi, BATCH_ROWS, names)
         if fetched.num_rows:
+            if deliveries is not None:
+                ids = fetched.column('_id')
+                counts = (
+                    deliveries(ids) if callable(deliveries) else pa.repeat(pa.scalar(deliveries, pa.int64()), len(ids))
+                )
+                fetched = fetched.append_column('_deliveries', counts)
             yield typed_batch(fetched, schema, stream, _stream_published)
         if fetched.num_rows < BATCH_ROWS:
             return
         lo = '(' + fetched.column('_id')[-1].as_py()
+
+
+def check_group(raw: _conn.Raw, stream: str, group: str) -> None:
+    """Raises QueueNotFound unless ``stream`` has the consumer group ``group``."""
+    key = keys.stream_key(stream)
+    groups = raw.call('xinfo_groups', key) if raw.call('exists', key) else []
+    if not any(g['name'] == group.encode() for g in groups):
+        raise QueueNotFound(f'stream {stream!r} has no consumer group {group!r} (option group)')
+
+
+def _pending_counts(raw: _conn.Raw, stream: str, group: str) -> Callable[[pa.Array], pa.Array]:
+    """``_deliveries`` of a page of entries: the group's delivery count of those it has pending, else 0."""
+    import pyarrow as pa
+
+    key = keys.stream_key(stream)
+
+    def counts(ids: pa.Array) -> pa.Array:
+        page = ids.to_pylist()
+        pending = raw.call('xpending_range', key, group, page[0], page[-1], len(page))
+        by_id = {p['message_id'].decode(): p['times_delivered'] for p in pending}
+        return pa.array([by_id.get(i, 0) for i in page], pa.int64())
+
+    return counts
 
 
 def _stream_published(ids: pa.Array) -> pa.Array:

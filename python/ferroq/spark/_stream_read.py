@@ -87,6 +87,7 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.plan = plan
         self.schema = schema
         self.key = keys.stream_key(plan.target.name)
+        self.group = plan.group or 'spark'
         self.lock_key = keys.spark_lock(keys.spark_prefix('stream', plan.target.name), plan.consumer)
         # This query instance (the streaming source runner keeps one reader object per query run).
         self.instance = uuid.uuid4().hex
@@ -180,7 +181,7 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: Offset) -> None:
         raw = _conn.raw(self.plan.connection)
         if end['id'] != BEFORE_ALL:
-            raw.script('group_commit-1', [self.key], [self.plan.group, end['id'], end.get('read', '')])
+            raw.script('group_commit-1', [self.key], [self.group, end['id'], end.get('read', '')])
 
     def stop(self) -> None:
         raw = _conn.raw(self.plan.connection)
@@ -204,4 +205,6 @@ class StreamsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StreamRange)
-        yield from stream_range_batches(self.plan.connection, self.plan.target.name, partition, self.schema)
+        # The query is one consumer of its group, and each entry is delivered to it once: a batch replayed
+        # after a failure is the same delivery (as a topic's ledger is the same claim).
+        yield from stream_range_batches(self.plan.connection, self.plan.target.name, partition, self.schema, 1)
