@@ -7,26 +7,11 @@ them, as a client of that release would, and then handled by the current clients
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 import ferroq
-
-PREVIOUS = Path(__file__).parents[1] / '_previous_layout'
-KEYS = ('backlog', 'nextlog', 'leases', 'deliveries', 'delayed')
-
-
-def old_claim(r, topic: str, count: int, lease_ms: int = 60_000, owner: str = '') -> list[str]:
-    """Claim with the previous release's claim-5n; returns the ids claimed."""
-    source = (PREVIOUS / 'prelude.lua').read_text() + (PREVIOUS / 'claim-5n.lua').read_text()
-    keys = [f'rfq:{topic}:{k}' for k in KEYS]
-    reply = r.eval(source, len(keys), *keys, count, lease_ms, '', owner, f'rfq:{topic}:message:')
-    ids, i = [], 1
-    while i < len(reply):
-        ids.append(reply[i + 1])
-        i += 4 + 2 * int(reply[i + 3])
-    return ids
+from _previous import old_claim
 
 
 def test_old_claims_are_committed_by_their_count(client, r):

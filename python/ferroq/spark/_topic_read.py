@@ -7,7 +7,10 @@ each in the batch's ledger, ``rfq:<topic>:spark:ledger:<consumer>:<k>``. The exe
 index ranges and the bodies. A batch replayed after a failure reads the same ledger: the same messages.
 
 When Spark commits batch k (one batch late: Spark commits a batch when it plans the next), its messages
-are committed, fenced by their claim, and its ledger is deleted. The leases of the ledgers still open are
+are committed, fenced by their claim, and its ledger is deleted. That work runs in a thread, while the
+executors read batch k+1; the next poll waits for it (and fails the query if it failed), so at every
+planning step the batches Spark committed are committed on the queue too. A commit cut short by a crash is
+finished by the next one: it commits every ledger up to its batch that is still there. The leases of the ledgers still open are
 renewed while the query polls. If the planner dies between the claim and the ledger's write, the next
 planner finds the claims by their owner and puts them in the ledger (under a new claim).
 
@@ -17,6 +20,7 @@ requeues them): :func:`ferroq.spark.release` gives them back at once.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -28,7 +32,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from ferroq.protocol import keys
 from ferroq.pure import _ops
 from ferroq.spark import _conn, _lock
-from ferroq.spark._admin import ledger_messages
+from ferroq.spark._admin import commit_ledger, ledger_messages
 from ferroq.spark._options import Plan
 from ferroq.spark._read import Span, topic_batches
 from ferroq.spark._rows import BATCH_ROWS
@@ -39,8 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ['TopicReader']
 
-#: Messages claimed per call while a micro-batch is planned (each call is one atomic script).
-CLAIM_STEP = 10_000
+#: Ledger entries written per RPUSH.
+LEDGER_STEP = 10_000
 #: With no row limit, a micro-batch takes at most this many messages.
 MAX_BATCH = 1_000_000
 
@@ -61,6 +65,8 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._remaining: int | None = None  # Trigger.AvailableNow: what may still be claimed
         self._renewed: dict[int, float] = {}  # ledger seq -> when its leases were last renewed (monotonic)
         self._checked_orphans = False
+        self._committing: threading.Thread | None = None  # the commit of the previous batch, running
+        self._commit_failed: BaseException | None = None
 
     def _ledger(self, seq: int) -> str:
         return keys.spark_ledger(self.prefix, self.plan.consumer, seq)
@@ -81,6 +87,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._remaining = int(_conn.raw(self.plan.connection).call('llen', keys.rfq_backlog(self.plan.target.name)))
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: ReadLimit | None = None) -> dict[str, int]:
+        self._wait_for_commit()
         raw = _conn.raw(self.plan.connection)
         begin = int((start or {}).get('seq', self._latest or 0))
         self._hold_lock(raw, begin)
@@ -124,9 +131,13 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._checked_orphans = True
         topic = _ops.topic_keys(self.plan.target.name)
         lease_ms = str(_ops.check_lease(lease))
+        # A claim per chunk_size messages (one atomic script each), which the commit hands back whole in one
+        # call (commit_ledger). Measured per 100k messages: claims of 1000 cost the server less than claims
+        # of 10,000, both to make and to commit.
+        step = self.plan.connection.chunk_size
         while len(entries) < rows:
             token = _ops.new_claim_token()
-            args = [min(CLAIM_STEP, rows - len(entries)), lease_ms, '', owner, token]
+            args = [min(step, rows - len(entries)), lease_ms, '', owner, token]
             reply = raw.script('claim-8n', topic.eight, args, protocol='rfq')
             try:
                 got = _ops.claim_reply(reply, 1)
@@ -135,8 +146,8 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not got:
                 break
             entries += [f'{msg_id} {token}' for _, msg_id, _ in got]
-        for i in range(0, len(entries), CLAIM_STEP):
-            raw.call('rpush', self._ledger(seq), *entries[i : i + CLAIM_STEP])
+        for i in range(0, len(entries), LEDGER_STEP):
+            raw.call('rpush', self._ledger(seq), *entries[i : i + LEDGER_STEP])
         return len(entries)
 
     def _track_open_ledgers(self, raw: _conn.Raw, begin: int) -> None:
@@ -175,22 +186,42 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return parts
 
     def commit(self, end: dict[str, int]) -> None:
-        raw = _conn.raw(self.plan.connection)
-        topic = self._topic()
-        # Every ledger up to end that is still there (earlier ones were committed and deleted).
-        seq = int(end['seq'])
-        while seq > 0 and int(raw.call('exists', self._ledger(seq))):
-            seq -= 1
-        for s in range(seq + 1, int(end['seq']) + 1):
-            ledger = self._ledger(s)
-            for page in ledger_messages(raw, self.plan.target.name, ledger):
-                topic.commit(page)
-            raw.call('delete', ledger)
-            self._renewed.pop(s, None)
+        """Starts committing every batch up to ``end`` on the queue, in a thread (see the module doc)."""
+        self._wait_for_commit()
+        self._committing = threading.Thread(
+            target=self._commit_up_to, args=(int(end['seq']),), name='ferroq-spark-commit', daemon=True
+        )
+        self._committing.start()
+
+    def _commit_up_to(self, end: int) -> None:
+        try:
+            raw = _conn.raw(self.plan.connection)
+            # Every ledger up to end that is still there (earlier ones were committed and deleted).
+            seq = end
+            while seq > 0 and int(raw.call('exists', self._ledger(seq))):
+                seq -= 1
+            for s in range(seq + 1, end + 1):
+                ledger = self._ledger(s)
+                commit_ledger(raw, self.plan.target.name, ledger)
+                raw.call('delete', ledger)
+                self._renewed.pop(s, None)
+        except BaseException as exc:  # noqa: BLE001 (any failure is raised in the planner by the next poll)
+            self._commit_failed = exc
+
+    def _wait_for_commit(self) -> None:
+        """Waits for the commit of the previous batch; raises what made it fail."""
+        if self._committing is not None:
+            self._committing.join()
+            self._committing = None
+        failed, self._commit_failed = self._commit_failed, None
+        if failed is not None:
+            raise failed
 
     def stop(self) -> None:
-        raw = _conn.raw(self.plan.connection)
-        _lock.free(raw, self.lock_key, self.instance)
+        try:
+            self._wait_for_commit()
+        finally:
+            _lock.free(_conn.raw(self.plan.connection), self.lock_key, self.instance)
 
     def _hold_lock(self, raw: _conn.Raw, start: int, end: int | None = None) -> None:
         what = f'{self.plan.target} as consumer {self.plan.consumer!r}'

@@ -1,0 +1,44 @@
+"""The streaming topic reader's ledger commit (no JVM needed): whole claims in one script call each, the
+ledgers of the previous layout (``<id> <delivery count>``) too, and nothing a claim no longer holds."""
+
+from __future__ import annotations
+
+import redis
+
+import ferroq
+from _previous import old_claim
+from ferroq.spark import _conn
+from ferroq.spark._admin import commit_ledger
+from ferroq.spark._options import parse
+
+LEDGER = 'rfq:jobs:spark:ledger:spark:1'
+
+
+def _script_calls(r: redis.Redis) -> int:
+    """EVALSHA calls that ran (a first call that found the script not loaded yet is a failed one)."""
+    stats = r.info('commandstats').get('cmdstat_evalsha', {})
+    return int(stats.get('calls', 0)) - int(stats.get('failed_calls', 0))
+
+
+def test_commit_ledger_commits_whole_claims_and_previous_layout_entries(redis_url: str, r: redis.Redis) -> None:
+    raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
+    with ferroq.Client(redis_url, chunk_size=3) as c:
+        topic = c.topic('jobs')
+        ids = topic.publish_batch([{'n': str(i)} for i in range(12)])
+        old = old_claim(r, 'jobs', 2)  # the previous release's claims: fenced by their delivery count
+        first, second = topic.claim(count=3), topic.claim(count=3)  # two claims
+        stale = topic.claim(count=2)
+        topic.release(stale)  # given back: its claim no longer holds them
+        kept = topic.claim(count=5)  # someone else's claim: the 2 left and the 2 given back
+    assert {m.id for m in stale} < {m.id for m in kept}
+    entries = [f'{i} 1' for i in old] + [f'{m.id} {m.claim}' for m in first + second + stale]
+    r.rpush(LEDGER, *entries)
+    calls = _script_calls(r)
+    assert commit_ledger(raw, 'jobs', LEDGER) == 2 + 3 + 3
+    assert _script_calls(r) - calls == 4  # a call each: the old entries, first, second, stale
+    gone = {*old, *(m.id for m in first + second)}
+    assert all(not r.exists(f'rfq:jobs:message:{i}') for i in gone)
+    assert set(ids) - gone == {m.id for m in kept}
+    assert sorted(r.lrange('rfq:jobs:nextlog', 0, -1)) == sorted(m.id for m in kept)  # still held, bodies kept
+    assert all(r.exists(f'rfq:jobs:message:{m.id}') for m in kept)
+    assert {k.split(':')[0] for k in r.hkeys('rfq:jobs:claims')} == {kept[0].claim}  # and its ':d' record
