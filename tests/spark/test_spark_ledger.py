@@ -1,8 +1,10 @@
 """The streaming topic reader's ledger commit (no JVM needed): whole claims in one script call each, the
-ledgers of the previous layout (``<id> <delivery count>``) too, and nothing a claim no longer holds."""
+ledgers of the previous layout (``<id> <delivery count>``) too, and nothing a claim no longer holds; the
+commit runs in a thread, and the next poll waits for it and raises what made it fail."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 import ferroq
@@ -42,3 +44,32 @@ def test_commit_ledger_commits_whole_claims_and_previous_layout_entries(redis_ur
     assert sorted(r.lrange('rfq:jobs:nextlog', 0, -1)) == sorted(m.id for m in kept)  # still held, bodies kept
     assert all(r.exists(f'rfq:jobs:message:{m.id}') for m in kept)
     assert {k.split(':')[0] for k in r.hkeys('rfq:jobs:claims')} == {kept[0].claim}  # and its ':d' record
+
+
+def test_a_failed_background_commit_fails_the_next_poll(redis_url: str, r: redis.Redis) -> None:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from ferroq.exceptions import ServerError
+    from ferroq.spark._topic_read import TopicReader
+
+    with ferroq.Client(redis_url) as c:
+        ids = c.topic('jobs').publish_batch([{'n': str(i)} for i in range(10)])
+    plan = parse({'url': redis_url, 'topic': 'jobs', 'maxRecordsPerTrigger': '4'}, 'stream_read')
+    reader = TopicReader(plan, StructType([StructField('n', LongType())]))
+    first = reader.latestOffset(reader.initialOffset(), ReadMaxRows(4))
+    second = reader.latestOffset(first, ReadMaxRows(4))
+    assert (first, second) == ({'seq': 1}, {'seq': 2})
+    reader.commit(first)  # in a thread; the next poll waits for it
+    third = reader.latestOffset(second, ReadMaxRows(4))
+    assert third == {'seq': 3} and r.llen('rfq:jobs:nextlog') == 6  # batch 1 committed, 2 and 3 held
+    assert all(not r.exists(f'rfq:jobs:message:{i}') for i in ids[:4])
+    held = r.lrange(LEDGER.replace(':1', ':2'), 0, -1)
+    r.delete(LEDGER.replace(':1', ':2'))
+    r.set(LEDGER.replace(':1', ':2'), 'not a ledger')  # the commit of batch 2 will fail on it
+    reader.commit(second)
+    with pytest.raises(ServerError, match='WRONGTYPE'):
+        reader.latestOffset(third, ReadMaxRows(4))
+    assert r.llen('rfq:jobs:nextlog') == 6 and len(held) == 4  # nothing of batch 2 was committed
+    assert reader.latestOffset(third, ReadMaxRows(4)) == {'seq': 3}  # the failure is raised once
+    reader.stop()
