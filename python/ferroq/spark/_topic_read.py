@@ -7,12 +7,15 @@ each in the batch's ledger, ``rfq:<topic>:spark:ledger:<consumer>:<k>``. The exe
 index ranges and the bodies. A batch replayed after a failure reads the same ledger: the same messages.
 
 When Spark commits batch k (one batch late: Spark commits a batch when it plans the next), its messages
-are committed, fenced by their claim, and its ledger is deleted. That work runs in a thread, while the
-executors read batch k+1; the next poll waits for it (and fails the query if it failed), so at every
-planning step the batches Spark committed are committed on the queue too. A commit cut short by a crash is
-finished by the next one: it commits every ledger up to its batch that is still there. The leases of the ledgers still open are
+are committed, fenced by their claim, and its ledger is deleted. The leases of the ledgers still open are
 renewed while the query polls. If the planner dies between the claim and the ledger's write, the next
 planner finds the claims by their owner and puts them in the ledger (under a new claim).
+
+Two jobs run in threads while the executors read batch k: the commit of batch k-1 and the claim of batch
+k+1 (into its ledger; the poll that plans k+1 finds it written). The next poll waits for both and fails
+the query with what made either fail, so at every planning step the batches Spark committed are committed
+on the queue too. A commit cut short by a crash is finished by the next one (it commits every ledger up
+to its batch that is still there), and a ledger claimed ahead is the next batch of a restarted query.
 
 A query that is retired leaves its last ledgers claimed until their leases end (then the harvester
 requeues them): :func:`ferroq.spark.release` gives them back at once.
@@ -23,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -65,8 +68,8 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._remaining: int | None = None  # Trigger.AvailableNow: what may still be claimed
         self._renewed: dict[int, float] = {}  # ledger seq -> when its leases were last renewed (monotonic)
         self._checked_orphans = False
-        self._committing: threading.Thread | None = None  # the commit of the previous batch, running
-        self._commit_failed: BaseException | None = None
+        self._committing = _InThread('ferroq-spark-commit')  # the commit of the batch before
+        self._claiming = _InThread('ferroq-spark-claim')  # the claim of the batch after
 
     def _ledger(self, seq: int) -> str:
         return keys.spark_ledger(self.prefix, self.plan.consumer, seq)
@@ -87,27 +90,37 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._remaining = int(_conn.raw(self.plan.connection).call('llen', keys.rfq_backlog(self.plan.target.name)))
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: ReadLimit | None = None) -> dict[str, int]:
-        self._wait_for_commit()
+        self._committing.wait()
+        self._claiming.wait()
         raw = _conn.raw(self.plan.connection)
         begin = int((start or {}).get('seq', self._latest or 0))
         self._hold_lock(raw, begin)
         if self._latest is None:
             self._track_open_ledgers(raw, begin)
         self._renew(raw, begin)
-        end = self._plan_batch(raw, begin, limit)
+        rows = self._rows(limit)
+        end = self._plan_batch(raw, begin, rows)
         self._hold_lock(raw, begin, end)
         self._latest = end
+        if end > begin:
+            # The batch after is claimed while this one is read: the next poll finds its ledger written.
+            self._claiming.start(self._plan_batch, raw, end, rows)
         return {'seq': end}
 
-    def _plan_batch(self, raw: _conn.Raw, begin: int, limit: ReadLimit | None) -> int:
-        seq = begin + 1
-        ledger = self._ledger(seq)
-        if int(raw.call('llen', ledger)) > 0:  # planned before a restart: the same batch again
-            self._renewed.setdefault(seq, time.monotonic())
-            return seq
+    def _rows(self, limit: ReadLimit | None) -> int:
+        """The most messages a micro-batch takes under ``limit``."""
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable) or rows is None:
             rows = MAX_BATCH
+        return rows
+
+    def _plan_batch(self, raw: _conn.Raw, begin: int, rows: int) -> int:
+        """Plans the batch after ``begin`` (up to ``rows`` messages); returns its number, ``begin`` if empty."""
+        seq = begin + 1
+        ledger = self._ledger(seq)
+        if int(raw.call('llen', ledger)) > 0:  # planned before (claimed ahead, or before a restart)
+            self._renewed.setdefault(seq, time.monotonic())
+            return seq
         if self._remaining is not None:
             rows = min(rows, self._remaining)
         n = self._claim(raw, seq, rows)
@@ -187,39 +200,24 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict[str, int]) -> None:
         """Starts committing every batch up to ``end`` on the queue, in a thread (see the module doc)."""
-        self._wait_for_commit()
-        self._committing = threading.Thread(
-            target=self._commit_up_to, args=(int(end['seq']),), name='ferroq-spark-commit', daemon=True
-        )
-        self._committing.start()
+        self._committing.start(self._commit_up_to, int(end['seq']))
 
     def _commit_up_to(self, end: int) -> None:
-        try:
-            raw = _conn.raw(self.plan.connection)
-            # Every ledger up to end that is still there (earlier ones were committed and deleted).
-            seq = end
-            while seq > 0 and int(raw.call('exists', self._ledger(seq))):
-                seq -= 1
-            for s in range(seq + 1, end + 1):
-                ledger = self._ledger(s)
-                commit_ledger(raw, self.plan.target.name, ledger)
-                raw.call('delete', ledger)
-                self._renewed.pop(s, None)
-        except BaseException as exc:  # noqa: BLE001 (any failure is raised in the planner by the next poll)
-            self._commit_failed = exc
-
-    def _wait_for_commit(self) -> None:
-        """Waits for the commit of the previous batch; raises what made it fail."""
-        if self._committing is not None:
-            self._committing.join()
-            self._committing = None
-        failed, self._commit_failed = self._commit_failed, None
-        if failed is not None:
-            raise failed
+        raw = _conn.raw(self.plan.connection)
+        # Every ledger up to end that is still there (earlier ones were committed and deleted).
+        seq = end
+        while seq > 0 and int(raw.call('exists', self._ledger(seq))):
+            seq -= 1
+        for s in range(seq + 1, end + 1):
+            ledger = self._ledger(s)
+            commit_ledger(raw, self.plan.target.name, ledger)
+            raw.call('delete', ledger)
+            self._renewed.pop(s, None)
 
     def stop(self) -> None:
         try:
-            self._wait_for_commit()
+            self._claiming.wait()
+            self._committing.wait()
         finally:
             _lock.free(_conn.raw(self.plan.connection), self.lock_key, self.instance)
 
@@ -233,6 +231,34 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, Span)
         raw = _conn.raw(self.plan.connection)
         yield from topic_batches(self.plan.connection, self.plan.target.name, _ledger_ids(raw, partition), self.schema)
+
+
+class _InThread:
+    """One job at a time in a thread of its own; :meth:`wait` joins it and raises what made it fail."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+
+    def start(self, job: Callable[..., Any], *args: Any) -> None:
+        self.wait()
+        self._thread = threading.Thread(target=self._run, args=(job, args), name=self.name, daemon=True)
+        self._thread.start()
+
+    def _run(self, job: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            job(*args)
+        except BaseException as exc:  # noqa: BLE001 (raised in the planner by the next wait)
+            self._failed = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
 
 
 def _ledger_ids(raw: _conn.Raw, span: Span) -> Iterator[list[str]]:
