@@ -73,3 +73,29 @@ def test_a_failed_background_commit_fails_the_next_poll(redis_url: str, r: redis
     assert r.llen('rfq:jobs:nextlog') == 6 and len(held) == 4  # nothing of batch 2 was committed
     assert reader.latestOffset(third, ReadMaxRows(4)) == {'seq': 3}  # the failure is raised once
     reader.stop()
+
+
+def test_the_batch_after_is_claimed_ahead_within_available_now(redis_url: str, r: redis.Redis) -> None:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from ferroq.spark._topic_read import TopicReader
+
+    with ferroq.Client(redis_url) as c:
+        c.topic('jobs').publish_batch([{'n': str(i)} for i in range(10)])
+    plan = parse({'url': redis_url, 'topic': 'jobs', 'maxRecordsPerTrigger': '4'}, 'stream_read')
+    reader = TopicReader(plan, StructType([StructField('n', LongType())]))
+    reader.prepareForTriggerAvailableNow()  # 10 then
+    with ferroq.Client(redis_url) as c:
+        c.topic('jobs').publish_batch([{'n': 'late'}])  # after AvailableNow started: not for this run
+    assert reader.latestOffset(reader.initialOffset(), ReadMaxRows(4)) == {'seq': 1}
+    reader.stop()  # waits for the claim ahead
+    ledger = LEDGER[:-1]
+    assert [r.llen(f'{ledger}{k}') for k in (1, 2, 3)] == [4, 4, 0]
+    again = TopicReader(plan, StructType([StructField('n', LongType())]))
+    again.prepareForTriggerAvailableNow()
+    assert again.latestOffset({'seq': 1}, ReadMaxRows(4)) == {'seq': 2}  # the ledger claimed ahead
+    assert again.latestOffset({'seq': 2}, ReadMaxRows(4)) == {'seq': 3}
+    assert again.latestOffset({'seq': 3}, ReadMaxRows(4)) == {'seq': 3}  # nothing left of this run
+    again.stop()
+    assert [r.llen(f'{ledger}{k}') for k in (2, 3, 4)] == [4, 3, 0] and r.llen('rfq:jobs:backlog') == 0
