@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
+from ferroq._limits import MAX_CONCURRENCY, MAX_ERROR_CHARS, MAX_PREFETCH, MAX_SECONDS, MIN_LEASE
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
 
@@ -57,10 +58,6 @@ T = TypeVar('T')
 #: A handler takes one message; it may be a plain function or an ``async def``. Its return value is ignored.
 Handler = Callable[[Message], Union[Awaitable[Any], Any]]
 
-#: The longest error text recorded on a dead-lettered message.
-MAX_ERROR_CHARS = 4096
-#: Most messages one claim may return (the clients' ``count`` limit).
-MAX_PREFETCH = 10_000
 #: Finished messages wait at most this long before their batch is committed.
 COMMIT_LINGER = 0.02
 #: An ``async def`` handler's lane lets the loop run at least this often, even if its handlers never wait.
@@ -177,19 +174,19 @@ class _Engine:
             raise InvalidArgument(f'topics must not repeat a name, got {list(names)!r}')
         if not callable(handler):
             raise InvalidArgument(f'handler must be callable, got {type(handler).__name__}')
-        self.concurrency = _int(concurrency, 'concurrency', 1, 10_000)
+        self.concurrency = _int(concurrency, 'concurrency', 1, MAX_CONCURRENCY)
         default_prefetch = min(max(2 * self.concurrency, 10), MAX_PREFETCH)
         self.prefetch = _int(default_prefetch if prefetch is None else prefetch, 'prefetch', 1, MAX_PREFETCH)
         if self.prefetch < self.concurrency:
             raise InvalidArgument(f'prefetch ({self.prefetch}) must be at least concurrency ({self.concurrency})')
-        self.lease = _number(lease, 'lease', 0.001, 604_800)
+        self.lease = _number(lease, 'lease', MIN_LEASE, MAX_SECONDS)
         self.max_deliveries = _int(max_deliveries, 'max_deliveries', 1, 1_000_000)
-        self.retry_delay = _number(retry_delay, 'retry_delay', 0, 604_800)
+        self.retry_delay = _number(retry_delay, 'retry_delay', 0, MAX_SECONDS)
         self.retry_backoff = _number(retry_backoff, 'retry_backoff', 1, 1000)
-        self.max_retry_delay = _number(max_retry_delay, 'max_retry_delay', 0, 604_800)
-        self.poll = _number(poll, 'poll', 0, 604_800, low_open=True)
+        self.max_retry_delay = _number(max_retry_delay, 'max_retry_delay', 0, MAX_SECONDS)
+        self.poll = _number(poll, 'poll', 0, MAX_SECONDS, low_open=True)
         self.harvest_interval = (
-            None if harvest_interval is None else _number(harvest_interval, 'harvest_interval', 0, 604_800, True)
+            None if harvest_interval is None else _number(harvest_interval, 'harvest_interval', 0, MAX_SECONDS, True)
         )
         if not isinstance(burst, bool) or not isinstance(handle_signals, bool):
             raise InvalidArgument('burst and handle_signals must be bools')

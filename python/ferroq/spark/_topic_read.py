@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ferroq.protocol import keys
-from ferroq.pure import _ops
+from ferroq.pure import _rfq, _validation
 from ferroq.spark import _conn, _lock
 from ferroq.spark._admin import ledger_messages
 from ferroq.spark._options import Plan
@@ -122,14 +122,14 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Claims of a planner that died before writing this ledger: they come back under a new claim.
             entries = [f'{m.id} {m.claim}' for m in self._topic().resume(owner, lease=lease)][:rows]
             self._checked_orphans = True
-        topic = _ops.topic_keys(self.plan.target.name)
-        lease_ms = str(_ops.check_lease(lease))
+        topic = _rfq.topic_keys(self.plan.target.name)
+        lease_ms = str(_validation.check_lease(lease))
         while len(entries) < rows:
-            token = _ops.new_claim_token()
+            token = _rfq.new_claim_token()
             args = [min(CLAIM_STEP, rows - len(entries)), lease_ms, '', owner, token]
             reply = raw.script('claim-8n', topic.eight, args, protocol='rfq')
             try:
-                got = _ops.claim_reply(reply, 1)
+                got = _rfq.claim_reply(reply, 1)
             except ValueError:
                 raise raw.reply_error('rfq/claim-8n', reply) from None
             if not got:
