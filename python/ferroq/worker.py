@@ -38,7 +38,6 @@ import inspect
 import logging
 import math
 import signal
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -49,6 +48,7 @@ from typing import Any, TypeVar, Union
 from ferroq._limits import MAX_CONCURRENCY, MAX_ERROR_CHARS, MAX_PREFETCH, MAX_SECONDS, MIN_LEASE
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
+from ferroq.typing import AnyClient, AsyncClientProtocol, ClientProtocol
 
 __all__ = ['AsyncWorker', 'Handler', 'Worker', 'WorkerStats']
 
@@ -102,13 +102,9 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 def _client_kind(client: object) -> bool:
     """True for an asyncio client, False for a synchronous one; InvalidArgument for anything else."""
-    import ferroq
-
-    # A pure client exists only once ferroq.pure is imported: a native worker does not import redis-py.
-    pure = sys.modules.get('ferroq.pure')
-    if isinstance(client, ferroq.AsyncClient) or (pure is not None and isinstance(client, pure.AsyncClient)):
+    if isinstance(client, AsyncClientProtocol):
         return True
-    if isinstance(client, ferroq.Client) or (pure is not None and isinstance(client, pure.Client)):
+    if isinstance(client, ClientProtocol):
         return False
     raise InvalidArgument(
         'client must be a ferroq.Client, ferroq.AsyncClient, ferroq.pure.Client or ferroq.pure.AsyncClient, '
@@ -147,7 +143,7 @@ class _Engine:
 
     def __init__(
         self,
-        client: Any,
+        client: AnyClient,
         topics: str | Sequence[str],
         handler: Handler,
         *,
@@ -670,7 +666,7 @@ _DOC_ARGS = """
 class _WorkerBase:
     def __init__(
         self,
-        client: Any,
+        client: AnyClient,
         topics: str | Sequence[str],
         handler: Handler,
         *,
