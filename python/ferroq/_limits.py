@@ -20,6 +20,8 @@ MAX_RSMQ_SECONDS = 9_999_999
 RSMQ_MIN_MAXSIZE = 1024
 # Largest RSMQ maxsize (bytes of one message).
 RSMQ_MAX_MAXSIZE = 65_536
+# Most characters of a consumer group or consumer name.
+MAX_GROUP_NAME = 128
 # Most fields one stream entry may have (the publish script unpacks them in one call).
 MAX_FIELDS = 1000
 # Largest max_deliveries of a consumer group.

@@ -43,6 +43,7 @@ TopicT = TypeVar('TopicT')
 QueueT = TypeVar('QueueT')
 StreamT = TypeVar('StreamT')
 GroupT = TypeVar('GroupT')
+RefT = TypeVar('RefT')
 
 
 # --- the I/O step: a plan as a blocking or a coroutine method --------------------------------------------
@@ -88,14 +89,15 @@ def _like(method: F, build: Callable[..., Any]) -> F:
 # --- state -----------------------------------------------------------------------------------------------
 
 
-class Handle:
-    """A topic, queue, stream or group of a client: runs its plans on the client."""
+class Handle(Generic[RefT]):
+    """A topic, queue, stream or group of a client (``ref``: its name and keys): runs its plans on the client."""
 
-    __slots__ = ('_client', '_ctx')
+    __slots__ = ('_client', '_ctx', '_ref')
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, ref: RefT) -> None:
         self._client = client
         self._ctx: _settings.Settings = client._ctx
+        self._ref = ref
 
     def _run(self, plan: Plan[T]) -> Any:
         """The client's run of ``plan``: its result (sync) or an awaitable of it (asyncio)."""
@@ -167,27 +169,19 @@ class ClientState(Generic[TopicT, QueueT, StreamT]):
         return self._stream_class(self, _streams.stream_ref(name))
 
 
-class TopicState(Handle):
-    __slots__ = ('_keys',)
-
-    def __init__(self, client: Any, topic_keys: _rfq.TopicKeys) -> None:
-        super().__init__(client)
-        self._keys = topic_keys
+class TopicState(Handle[_rfq.TopicKeys]):
+    __slots__ = ()
 
     @property
     def name(self) -> str:
-        return self._keys.name
+        return self._ref.name
 
     def __repr__(self) -> str:
-        return f'{type(self).__name__}(name={self._keys.name!r}, url={self._ctx.shown_url!r})'
+        return f'{type(self).__name__}(name={self._ref.name!r}, url={self._ctx.shown_url!r})'
 
 
-class RsmqState(Handle):
-    __slots__ = ('_ref',)
-
-    def __init__(self, client: Any, ref: _rsmq.RsmqRef) -> None:
-        super().__init__(client)
-        self._ref = ref
+class RsmqState(Handle[_rsmq.RsmqRef]):
+    __slots__ = ()
 
     @property
     def name(self) -> str:
@@ -205,14 +199,10 @@ class RsmqState(Handle):
         return f'{type(self).__name__}(name={self._ref.name!r}, ns={self._ref.ns!r}, url={self._ctx.shown_url!r})'
 
 
-class StreamState(Handle, Generic[GroupT]):
-    __slots__ = ('_ref',)
+class StreamState(Handle[_streams.StreamRef], Generic[GroupT]):
+    __slots__ = ()
 
     _group_class: Callable[[Any, _streams.GroupRef], GroupT]
-
-    def __init__(self, client: Any, ref: _streams.StreamRef) -> None:
-        super().__init__(client)
-        self._ref = ref
 
     @property
     def name(self) -> str:
@@ -233,12 +223,8 @@ class StreamState(Handle, Generic[GroupT]):
         return self._group_class(self._client, ref)
 
 
-class GroupState(Handle):
-    __slots__ = ('_ref',)
-
-    def __init__(self, client: Any, ref: _streams.GroupRef) -> None:
-        super().__init__(client)
-        self._ref = ref
+class GroupState(Handle[_streams.GroupRef]):
+    __slots__ = ()
 
     @property
     def name(self) -> str:
@@ -316,15 +302,15 @@ class TopicPlans:
 
     @staticmethod
     def publish(t: TopicState, fields: Mapping[str, str], front: bool = False) -> Plan[str]:
-        return _rfq.publish(t._ctx, t._keys, fields, front)
+        return _rfq.publish(t._ctx, t._ref, fields, front)
 
     @staticmethod
     def publish_batch(t: TopicState, messages: Iterable[Mapping[str, str]], front: bool = False) -> Plan[list[str]]:
-        return _rfq.publish_batch(t._ctx, t._keys, messages, front)
+        return _rfq.publish_batch(t._ctx, t._ref, messages, front)
 
     @staticmethod
     def publish_stream(t: TopicState, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
-        return _rfq.publish_stream(t._ctx, t._keys, messages)
+        return _rfq.publish_stream(t._ctx, t._ref, messages)
 
     @staticmethod
     def publish_arrow(
@@ -336,61 +322,61 @@ class TopicPlans:
         id_column: str | None = None,
         value_column: str | None = None,
     ) -> Plan[tuple[int, int]]:
-        return _arrow.publish_topic(t._ctx, t._keys, data, dedup_key, dedup_ttl, id_column, value_column)
+        return _arrow.publish_topic(t._ctx, t._ref, data, dedup_key, dedup_ttl, id_column, value_column)
 
     @staticmethod
     def claim(
         t: TopicState, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> Plan[list[Message]]:
-        return _rfq.claim(t._ctx, t._keys, count, block, lease, owner)
+        return _rfq.claim(t._ctx, t._ref, count, block, lease, owner)
 
     @staticmethod
     def commit(t: TopicState, messages: Iterable[Message | str]) -> Plan[list[str]]:
-        return _rfq.commit(t._ctx, t._keys, messages)
+        return _rfq.commit(t._ctx, t._ref, messages)
 
     @staticmethod
     def extend(t: TopicState, messages: Iterable[Message | str], lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.extend(t._ctx, t._keys, messages, lease)
+        return _rfq.extend(t._ctx, t._ref, messages, lease)
 
     @staticmethod
     def release(t: TopicState, messages: Iterable[Message | str], delay: float = 0.0) -> Plan[list[str]]:
-        return _rfq.release(t._ctx, t._keys, messages, delay)
+        return _rfq.release(t._ctx, t._ref, messages, delay)
 
     @staticmethod
     def dead_letter(
         t: TopicState, messages: Iterable[Message | str], error: str = '', to: str | None = None
     ) -> Plan[list[str]]:
-        return _rfq.dead_letter(t._ctx, t._keys, messages, error, to)
+        return _rfq.dead_letter(t._ctx, t._ref, messages, error, to)
 
     @staticmethod
     def resume(t: TopicState, owner: str, lease: float = 30.0) -> Plan[list[Message]]:
-        return _rfq.resume(t._ctx, t._keys, owner, lease)
+        return _rfq.resume(t._ctx, t._ref, owner, lease)
 
     @staticmethod
     def harvest(t: TopicState, all: bool = False, lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.harvest(t._ctx, t._keys, all, lease)
+        return _rfq.harvest(t._ctx, t._ref, all, lease)
 
     @staticmethod
     def peek(t: TopicState, id: str) -> Plan[dict[str, str] | None]:
-        return _rfq.peek(t._ctx, t._keys, id)
+        return _rfq.peek(t._ctx, t._ref, id)
 
     @staticmethod
     def fetch_arrow(t: TopicState, ids: Iterable[str], fields: Iterable[str]) -> Plan[Any]:
-        return _rfq.fetch_arrow(t._ctx, t._keys, ids, fields)
+        return _rfq.fetch_arrow(t._ctx, t._ref, ids, fields)
 
     @staticmethod
     def inspect(
         t: TopicState, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
     ) -> Plan[list[InspectEntry]]:
-        return _rfq.inspect(t._ctx, t._keys, queue, start, count)
+        return _rfq.inspect(t._ctx, t._ref, queue, start, count)
 
     @staticmethod
     def stats(t: TopicState) -> Plan[TopicStats]:
-        return _rfq.stats(t._ctx, t._keys)
+        return _rfq.stats(t._ctx, t._ref)
 
     @staticmethod
     def purge(t: TopicState, queue: Literal['backlog', 'nextlog'] = 'backlog') -> Plan[int]:
-        return _rfq.purge(t._ctx, t._keys, queue)
+        return _rfq.purge(t._ctx, t._ref, queue)
 
 
 class RsmqPlans:
