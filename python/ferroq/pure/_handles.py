@@ -1,9 +1,10 @@
-"""What the sync and asyncio pure clients share: each handle's state and the plan of each of its methods.
+"""What the sync and asyncio pure clients share: each handle's state and each method of the API.
 
-A method of the API is written once here, as the plan it runs (``TopicPlans.publish`` and so on). The sync
-handles turn each plan into a blocking method with :func:`blocking`, the asyncio ones into a coroutine method
-with :func:`awaitable`: only that step, running the plan, differs. The protocols of :mod:`ferroq.typing` hold
-the documentation of every method (:func:`documented_by` copies it).
+A method is written once here, as an :class:`operation` that builds the plan it runs (``TopicState.publish``
+and so on). ``ferroq.pure.Topic`` is ``TopicState`` with :class:`SyncMode`, which makes each operation a
+blocking method; ``ferroq.pure.AsyncTopic`` is ``TopicState`` with :class:`AsyncMode`, which makes it a
+coroutine method: only that step, running the plan, differs. The protocols of :mod:`ferroq.typing` hold the
+documentation of every method (``documented_by`` copies it).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import functools
 import inspect
 import os
 import re
+import sys
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from ferroq.pure import _arrow, _rfq, _rsmq, _send, _settings, _streams, _validation
 from ferroq.pure._requests import Plan
@@ -30,10 +32,12 @@ from ferroq.types import (
     TopicStats,
 )
 
-if TYPE_CHECKING:
-    from typing_extensions import Concatenate, ParamSpec
+if sys.version_info >= (3, 10):
+    from typing import Concatenate, ParamSpec
 
     P = ParamSpec('P')
+else:  # Python 3.9 has no ParamSpec: a TypeVar stands in at run time, where the annotations are not read
+    P = TypeVar('P')
 
 T = TypeVar('T')
 H = TypeVar('H')
@@ -49,19 +53,63 @@ RefT = TypeVar('RefT')
 # --- the I/O step: a plan as a blocking or a coroutine method --------------------------------------------
 
 
-def blocking(build: Callable[Concatenate[H, P], Plan[T]]) -> Callable[Concatenate[H, P], T]:
-    """A sync method that runs the plan ``build`` makes, on the handle's client."""
+class operation(Generic[H, P, T]):
+    """A method of the API, written once as the plan it runs; the class that mixes in :class:`SyncMode` gets it as
+    a blocking method, the one that mixes in :class:`AsyncMode` as a coroutine method (``__init_subclass__``
+    puts the real functions on the class, so nothing is looked up per call)."""
 
-    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    def __init__(self, build: Callable[Concatenate[H, P], Plan[T]]) -> None:
+        self.build = build
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> operation[H, P, T]: ...
+    @overload
+    def __get__(self, obj: SyncMode, owner: type | None = None) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, obj: AsyncMode, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        raise TypeError(f'{type(obj).__name__} is neither a SyncMode nor an AsyncMode handle')
+
+
+def _materialize(cls: type, run: Callable[[Callable[..., Plan[Any]]], Callable[..., Any]]) -> None:
+    """Put on ``cls`` a real method for each :class:`operation` it inherits."""
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            if isinstance(member, operation):
+                setattr(cls, name, run(member.build))
+
+
+class SyncMode:
+    """Mixed into a sync handle or client: each :class:`operation` runs its plan and returns the result."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _materialize(cls, _blocking)
+
+
+class AsyncMode:
+    """Mixed into an asyncio handle or client: each :class:`operation` is a coroutine method."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _materialize(cls, _awaitable)
+
+
+def _blocking(build: Callable[..., Plan[T]]) -> Callable[..., T]:
+    def method(self: Any, /, *args: Any, **kwargs: Any) -> T:
         return self._run(build(self, *args, **kwargs))  # type: ignore[no-any-return]
 
     return _like(method, build)
 
 
-def awaitable(build: Callable[Concatenate[H, P], Plan[T]]) -> Callable[Concatenate[H, P], Coroutine[Any, Any, T]]:
-    """An ``async def`` method that runs the plan ``build`` makes, on the handle's client."""
-
-    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+def _awaitable(build: Callable[..., Plan[T]]) -> Callable[..., Coroutine[Any, Any, T]]:
+    async def method(self: Any, /, *args: Any, **kwargs: Any) -> T:
         return await self._run(build(self, *args, **kwargs))  # type: ignore[no-any-return]
 
     return _like(method, build)
@@ -71,18 +119,14 @@ _PLAN_OF = re.compile(r'Plan\[(.*)\]')
 
 
 def _like(method: F, build: Callable[..., Any]) -> F:
-    """``method`` with the name and signature of ``build``: ``self``, then its arguments; it returns what the
-    plan returns."""
+    """``method`` with the name, docstring and signature of ``build``; it returns what the plan returns."""
     functools.update_wrapper(method, build)
     del method.__wrapped__  # type: ignore[attr-defined]  # the signature below is the one to show
     signature = inspect.signature(build)
-    first, *rest = signature.parameters.values()
     returns = signature.return_annotation
     if isinstance(returns, str) and (plan := _PLAN_OF.fullmatch(returns)):
         returns = plan[1]
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[first.replace(name='self', annotation=first.empty), *rest], return_annotation=returns
-    )
+    method.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
     return method
 
 
@@ -168,6 +212,45 @@ class ClientState(Generic[TopicT, QueueT, StreamT]):
     def stream(self, name: str) -> StreamT:
         return self._stream_class(self, _streams.stream_ref(name))
 
+    @operation
+    def topics(self) -> Plan[list[str]]:
+        return _rfq.topics(self._ctx)
+
+    @operation
+    def rsmq_queues(self, ns: str = 'rsmq') -> Plan[list[str]]:
+        return _rsmq.queues(self._ctx, ns)
+
+    @operation
+    def streams(self) -> Plan[list[str]]:
+        return _streams.streams(self._ctx)
+
+    @operation
+    def claim(
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
+    ) -> Plan[list[Message]]:
+        return _rfq.claim_many(self._ctx, topics, count, block, lease, owner)
+
+    @operation
+    def commit(self, messages: Iterable[Message]) -> Plan[list[str]]:
+        return _rfq.commit_many(self._ctx, messages)
+
+    @operation
+    def extend(self, messages: Iterable[Message], lease: float = 30.0) -> Plan[list[str]]:
+        return _rfq.extend_many(self._ctx, messages, lease)
+
+    @operation
+    def release(self, messages: Iterable[Message], delay: float = 0.0) -> Plan[list[str]]:
+        return _rfq.release_many(self._ctx, messages, delay)
+
+    @operation
+    def ping(self) -> Plan[bool]:
+        return _send.ping(self._ctx)
+
 
 class TopicState(Handle[_rfq.TopicKeys]):
     __slots__ = ()
@@ -178,6 +261,82 @@ class TopicState(Handle[_rfq.TopicKeys]):
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(name={self._ref.name!r}, url={self._ctx.shown_url!r})'
+
+    @operation
+    def publish(self, fields: Mapping[str, str], front: bool = False) -> Plan[str]:
+        return _rfq.publish(self._ctx, self._ref, fields, front)
+
+    @operation
+    def publish_batch(self, messages: Iterable[Mapping[str, str]], front: bool = False) -> Plan[list[str]]:
+        return _rfq.publish_batch(self._ctx, self._ref, messages, front)
+
+    @operation
+    def publish_stream(self, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
+        return _rfq.publish_stream(self._ctx, self._ref, messages)
+
+    @operation
+    def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        id_column: str | None = None,
+        value_column: str | None = None,
+    ) -> Plan[tuple[int, int]]:
+        return _arrow.publish_topic(self._ctx, self._ref, data, dedup_key, dedup_ttl, id_column, value_column)
+
+    @operation
+    def claim(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> Plan[list[Message]]:
+        return _rfq.claim(self._ctx, self._ref, count, block, lease, owner)
+
+    @operation
+    def commit(self, messages: Iterable[Message | str]) -> Plan[list[str]]:
+        return _rfq.commit(self._ctx, self._ref, messages)
+
+    @operation
+    def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> Plan[list[str]]:
+        return _rfq.extend(self._ctx, self._ref, messages, lease)
+
+    @operation
+    def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> Plan[list[str]]:
+        return _rfq.release(self._ctx, self._ref, messages, delay)
+
+    @operation
+    def dead_letter(self, messages: Iterable[Message | str], error: str = '', to: str | None = None) -> Plan[list[str]]:
+        return _rfq.dead_letter(self._ctx, self._ref, messages, error, to)
+
+    @operation
+    def resume(self, owner: str, lease: float = 30.0) -> Plan[list[Message]]:
+        return _rfq.resume(self._ctx, self._ref, owner, lease)
+
+    @operation
+    def harvest(self, all: bool = False, lease: float = 30.0) -> Plan[list[str]]:
+        return _rfq.harvest(self._ctx, self._ref, all, lease)
+
+    @operation
+    def peek(self, id: str) -> Plan[dict[str, str] | None]:
+        return _rfq.peek(self._ctx, self._ref, id)
+
+    @operation
+    def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> Plan[Any]:
+        return _rfq.fetch_arrow(self._ctx, self._ref, ids, fields)
+
+    @operation
+    def inspect(
+        self, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
+    ) -> Plan[list[InspectEntry]]:
+        return _rfq.inspect(self._ctx, self._ref, queue, start, count)
+
+    @operation
+    def stats(self) -> Plan[TopicStats]:
+        return _rfq.stats(self._ctx, self._ref)
+
+    @operation
+    def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> Plan[int]:
+        return _rfq.purge(self._ctx, self._ref, queue)
 
 
 class RsmqState(Handle[_rsmq.RsmqRef]):
@@ -197,6 +356,86 @@ class RsmqState(Handle[_rsmq.RsmqRef]):
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(name={self._ref.name!r}, ns={self._ref.ns!r}, url={self._ctx.shown_url!r})'
+
+    @operation
+    def create(
+        self,
+        vt: int = 30,
+        delay: int = 0,
+        maxsize: int = 65536,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> Plan[None]:
+        return _rsmq.create(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter)
+
+    @operation
+    def delete_queue(self) -> Plan[None]:
+        return _rsmq.delete_queue(self._ctx, self._ref)
+
+    @operation
+    def attributes(self) -> Plan[RsmqAttributes]:
+        return _rsmq.attributes(self._ctx, self._ref)
+
+    @operation
+    def set_attributes(
+        self,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+        *,
+        max_receives: int | None = None,
+        dead_letter: str | None = None,
+    ) -> Plan[RsmqAttributes]:
+        return _rsmq.set_attributes(self._ctx, self._ref, vt, delay, maxsize, max_receives, dead_letter)
+
+    @operation
+    def send(self, message: str, delay: float | None = None) -> Plan[str]:
+        return _rsmq.send_one(self._ctx, self._ref, message, delay)
+
+    @operation
+    def send_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        delay: float | None = None,
+    ) -> Plan[tuple[int, int]]:
+        return _arrow.send_rsmq(self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, delay)
+
+    @operation
+    def send_batch(self, messages: Iterable[str], delay: float | None = None) -> Plan[list[str]]:
+        return _rsmq.send_batch(self._ctx, self._ref, messages, delay)
+
+    @operation
+    def receive(self, vt: float | None = None, block: float | None = None) -> Plan[RsmqMessage | None]:
+        return _first(_rsmq.receive(self._ctx, self._ref, 1, vt, block))
+
+    @operation
+    def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> Plan[list[RsmqMessage]]:
+        return _rsmq.receive(self._ctx, self._ref, count, vt, block)
+
+    @operation
+    def pop(self) -> Plan[RsmqMessage | None]:
+        return _first(_rsmq.receive(self._ctx, self._ref, 1, None, None, pop=True))
+
+    @operation
+    def pop_batch(self, count: int) -> Plan[list[RsmqMessage]]:
+        return _rsmq.receive(self._ctx, self._ref, count, None, None, pop=True)
+
+    @operation
+    def delete(self, id: str) -> Plan[bool]:
+        return _rsmq.delete(self._ctx, self._ref, id)
+
+    @operation
+    def delete_batch(self, ids: Iterable[str]) -> Plan[list[str]]:
+        return _rsmq.delete_batch(self._ctx, self._ref, ids)
+
+    @operation
+    def change_visibility(self, id: str, vt: float) -> Plan[bool]:
+        return _rsmq.change_visibility(self._ctx, self._ref, id, vt)
 
 
 class StreamState(Handle[_streams.StreamRef], Generic[GroupT]):
@@ -221,6 +460,74 @@ class StreamState(Handle[_streams.StreamRef], Generic[GroupT]):
     ) -> GroupT:
         ref = _streams.group_ref(self._ref, name, consumer, max_deliveries, dead_letter)
         return self._group_class(self._client, ref)
+
+    @operation
+    def publish(
+        self,
+        fields: Mapping[str, str],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> Plan[str]:
+        return _streams.publish(self._ctx, self._ref, fields, maxlen, max_age, approximate)
+
+    @operation
+    def publish_batch(
+        self,
+        messages: Iterable[Mapping[str, str]],
+        *,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> Plan[list[str]]:
+        return _streams.publish_batch(self._ctx, self._ref, messages, maxlen, max_age, approximate)
+
+    @operation
+    def publish_arrow(
+        self,
+        data: Any,
+        *,
+        dedup_key: str | None = None,
+        dedup_ttl: float = 86400.0,
+        value_column: str | None = None,
+        maxlen: int | None = None,
+        max_age: float | None = None,
+        approximate: bool = True,
+    ) -> Plan[tuple[int, int]]:
+        return _arrow.publish_stream(
+            self._ctx, self._ref, data, dedup_key, dedup_ttl, value_column, maxlen, max_age, approximate
+        )
+
+    @operation
+    def length(self) -> Plan[int]:
+        return _streams.length(self._ctx, self._ref)
+
+    @operation
+    def range(
+        self, start: str | datetime = '-', end: str | datetime = '+', count: int = 100
+    ) -> Plan[list[StreamEntry]]:
+        return _streams.range_(self._ctx, self._ref, start, end, count)
+
+    @operation
+    def range_arrow(self, start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]) -> Plan[Any]:
+        return _streams.range_arrow(self._ctx, self._ref, start, end, count, fields)
+
+    @operation
+    def trim(self, *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True) -> Plan[int]:
+        return _streams.trim(self._ctx, self._ref, maxlen, max_age, approximate)
+
+    @operation
+    def info(self) -> Plan[StreamInfo]:
+        return _streams.info(self._ctx, self._ref)
+
+    @operation
+    def groups(self) -> Plan[list[GroupInfo]]:
+        return _streams.groups(self._ctx, self._ref)
+
+    @operation
+    def delete(self) -> Plan[bool]:
+        return _streams.delete(self._ctx, self._ref)
 
 
 class GroupState(Handle[_streams.GroupRef]):
@@ -250,340 +557,46 @@ class GroupState(Handle[_streams.GroupRef]):
         ref = self._ref
         return f'{type(self).__name__}(stream={ref.stream.name!r}, name={ref.name!r}, consumer={ref.consumer!r})'
 
+    @operation
+    def create(self, start: str | datetime = '$', *, exist_ok: bool = True) -> Plan[bool]:
+        return _streams.create(self._ctx, self._ref, start, exist_ok)
 
-# --- the plan of each method -----------------------------------------------------------------------------
+    @operation
+    def read(self, count: int = 1, block: float | None = None) -> Plan[list[StreamEntry]]:
+        return _streams.read(self._ctx, self._ref, count, block)
 
+    @operation
+    def ack(self, entries: Iterable[StreamEntry | str]) -> Plan[list[str]]:
+        return _streams.ack(self._ctx, self._ref, entries)
 
-class ClientPlans:
-    """The plans of the client methods that do I/O."""
+    @operation
+    def pending(
+        self, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
+    ) -> Plan[list[PendingEntry]]:
+        return _streams.pending(self._ctx, self._ref, count, consumer, min_idle)
 
-    @staticmethod
-    def topics(c: ClientState[Any, Any, Any]) -> Plan[list[str]]:
-        return _rfq.topics(c._ctx)
+    @operation
+    def autoclaim(self, min_idle: float, count: int = 100, *, error: str = '') -> Plan[list[StreamEntry]]:
+        return _streams.autoclaim(self._ctx, self._ref, min_idle, count, error)
 
-    @staticmethod
-    def rsmq_queues(c: ClientState[Any, Any, Any], ns: str = 'rsmq') -> Plan[list[str]]:
-        return _rsmq.queues(c._ctx, ns)
+    @operation
+    def dead_letter(self, entries: Iterable[StreamEntry | str], error: str = '') -> Plan[list[str]]:
+        return _streams.dead_letter(self._ctx, self._ref, entries, error)
 
-    @staticmethod
-    def streams(c: ClientState[Any, Any, Any]) -> Plan[list[str]]:
-        return _streams.streams(c._ctx)
+    @operation
+    def seek(self, position: str | datetime) -> Plan[None]:
+        return _streams.seek(self._ctx, self._ref, position)
 
-    @staticmethod
-    def claim(
-        c: ClientState[Any, Any, Any],
-        topics: Sequence[str],
-        count: int = 1,
-        block: float | None = None,
-        lease: float = 30.0,
-        owner: str | None = None,
-    ) -> Plan[list[Message]]:
-        return _rfq.claim_many(c._ctx, topics, count, block, lease, owner)
+    @operation
+    def info(self) -> Plan[GroupInfo]:
+        return _streams.group_info(self._ctx, self._ref)
 
-    @staticmethod
-    def commit(c: ClientState[Any, Any, Any], messages: Iterable[Message]) -> Plan[list[str]]:
-        return _rfq.commit_many(c._ctx, messages)
-
-    @staticmethod
-    def extend(c: ClientState[Any, Any, Any], messages: Iterable[Message], lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.extend_many(c._ctx, messages, lease)
-
-    @staticmethod
-    def release(c: ClientState[Any, Any, Any], messages: Iterable[Message], delay: float = 0.0) -> Plan[list[str]]:
-        return _rfq.release_many(c._ctx, messages, delay)
-
-    @staticmethod
-    def ping(c: ClientState[Any, Any, Any]) -> Plan[bool]:
-        return _send.ping(c._ctx)
-
-
-class TopicPlans:
-    """The plans of the Topic methods."""
-
-    @staticmethod
-    def publish(t: TopicState, fields: Mapping[str, str], front: bool = False) -> Plan[str]:
-        return _rfq.publish(t._ctx, t._ref, fields, front)
-
-    @staticmethod
-    def publish_batch(t: TopicState, messages: Iterable[Mapping[str, str]], front: bool = False) -> Plan[list[str]]:
-        return _rfq.publish_batch(t._ctx, t._ref, messages, front)
-
-    @staticmethod
-    def publish_stream(t: TopicState, messages: Iterable[Mapping[str, str]]) -> Plan[int]:
-        return _rfq.publish_stream(t._ctx, t._ref, messages)
-
-    @staticmethod
-    def publish_arrow(
-        t: TopicState,
-        data: Any,
-        *,
-        dedup_key: str | None = None,
-        dedup_ttl: float = 86400.0,
-        id_column: str | None = None,
-        value_column: str | None = None,
-    ) -> Plan[tuple[int, int]]:
-        return _arrow.publish_topic(t._ctx, t._ref, data, dedup_key, dedup_ttl, id_column, value_column)
-
-    @staticmethod
-    def claim(
-        t: TopicState, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
-    ) -> Plan[list[Message]]:
-        return _rfq.claim(t._ctx, t._ref, count, block, lease, owner)
-
-    @staticmethod
-    def commit(t: TopicState, messages: Iterable[Message | str]) -> Plan[list[str]]:
-        return _rfq.commit(t._ctx, t._ref, messages)
-
-    @staticmethod
-    def extend(t: TopicState, messages: Iterable[Message | str], lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.extend(t._ctx, t._ref, messages, lease)
-
-    @staticmethod
-    def release(t: TopicState, messages: Iterable[Message | str], delay: float = 0.0) -> Plan[list[str]]:
-        return _rfq.release(t._ctx, t._ref, messages, delay)
-
-    @staticmethod
-    def dead_letter(
-        t: TopicState, messages: Iterable[Message | str], error: str = '', to: str | None = None
-    ) -> Plan[list[str]]:
-        return _rfq.dead_letter(t._ctx, t._ref, messages, error, to)
-
-    @staticmethod
-    def resume(t: TopicState, owner: str, lease: float = 30.0) -> Plan[list[Message]]:
-        return _rfq.resume(t._ctx, t._ref, owner, lease)
-
-    @staticmethod
-    def harvest(t: TopicState, all: bool = False, lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.harvest(t._ctx, t._ref, all, lease)
-
-    @staticmethod
-    def peek(t: TopicState, id: str) -> Plan[dict[str, str] | None]:
-        return _rfq.peek(t._ctx, t._ref, id)
-
-    @staticmethod
-    def fetch_arrow(t: TopicState, ids: Iterable[str], fields: Iterable[str]) -> Plan[Any]:
-        return _rfq.fetch_arrow(t._ctx, t._ref, ids, fields)
-
-    @staticmethod
-    def inspect(
-        t: TopicState, queue: Literal['backlog', 'nextlog'] = 'backlog', start: int = 0, count: int = 100
-    ) -> Plan[list[InspectEntry]]:
-        return _rfq.inspect(t._ctx, t._ref, queue, start, count)
-
-    @staticmethod
-    def stats(t: TopicState) -> Plan[TopicStats]:
-        return _rfq.stats(t._ctx, t._ref)
-
-    @staticmethod
-    def purge(t: TopicState, queue: Literal['backlog', 'nextlog'] = 'backlog') -> Plan[int]:
-        return _rfq.purge(t._ctx, t._ref, queue)
-
-
-class RsmqPlans:
-    """The plans of the RsmqQueue methods."""
-
-    @staticmethod
-    def create(
-        q: RsmqState,
-        vt: int = 30,
-        delay: int = 0,
-        maxsize: int = 65536,
-        *,
-        max_receives: int | None = None,
-        dead_letter: str | None = None,
-    ) -> Plan[None]:
-        return _rsmq.create(q._ctx, q._ref, vt, delay, maxsize, max_receives, dead_letter)
-
-    @staticmethod
-    def delete_queue(q: RsmqState) -> Plan[None]:
-        return _rsmq.delete_queue(q._ctx, q._ref)
-
-    @staticmethod
-    def attributes(q: RsmqState) -> Plan[RsmqAttributes]:
-        return _rsmq.attributes(q._ctx, q._ref)
-
-    @staticmethod
-    def set_attributes(
-        q: RsmqState,
-        vt: int | None = None,
-        delay: int | None = None,
-        maxsize: int | None = None,
-        *,
-        max_receives: int | None = None,
-        dead_letter: str | None = None,
-    ) -> Plan[RsmqAttributes]:
-        return _rsmq.set_attributes(q._ctx, q._ref, vt, delay, maxsize, max_receives, dead_letter)
-
-    @staticmethod
-    def send(q: RsmqState, message: str, delay: float | None = None) -> Plan[str]:
-        return _rsmq.send_one(q._ctx, q._ref, message, delay)
-
-    @staticmethod
-    def send_arrow(
-        q: RsmqState,
-        data: Any,
-        *,
-        dedup_key: str | None = None,
-        dedup_ttl: float = 86400.0,
-        value_column: str | None = None,
-        delay: float | None = None,
-    ) -> Plan[tuple[int, int]]:
-        return _arrow.send_rsmq(q._ctx, q._ref, data, dedup_key, dedup_ttl, value_column, delay)
-
-    @staticmethod
-    def send_batch(q: RsmqState, messages: Iterable[str], delay: float | None = None) -> Plan[list[str]]:
-        return _rsmq.send_batch(q._ctx, q._ref, messages, delay)
-
-    @staticmethod
-    def receive(q: RsmqState, vt: float | None = None, block: float | None = None) -> Plan[RsmqMessage | None]:
-        return _first(_rsmq.receive(q._ctx, q._ref, 1, vt, block))
-
-    @staticmethod
-    def receive_batch(
-        q: RsmqState, count: int, vt: float | None = None, block: float | None = None
-    ) -> Plan[list[RsmqMessage]]:
-        return _rsmq.receive(q._ctx, q._ref, count, vt, block)
-
-    @staticmethod
-    def pop(q: RsmqState) -> Plan[RsmqMessage | None]:
-        return _first(_rsmq.receive(q._ctx, q._ref, 1, None, None, pop=True))
-
-    @staticmethod
-    def pop_batch(q: RsmqState, count: int) -> Plan[list[RsmqMessage]]:
-        return _rsmq.receive(q._ctx, q._ref, count, None, None, pop=True)
-
-    @staticmethod
-    def delete(q: RsmqState, id: str) -> Plan[bool]:
-        return _rsmq.delete(q._ctx, q._ref, id)
-
-    @staticmethod
-    def delete_batch(q: RsmqState, ids: Iterable[str]) -> Plan[list[str]]:
-        return _rsmq.delete_batch(q._ctx, q._ref, ids)
-
-    @staticmethod
-    def change_visibility(q: RsmqState, id: str, vt: float) -> Plan[bool]:
-        return _rsmq.change_visibility(q._ctx, q._ref, id, vt)
+    @operation
+    def delete(self) -> Plan[bool]:
+        return _streams.delete_group(self._ctx, self._ref)
 
 
 def _first(plan: Plan[list[T]]) -> Plan[T | None]:
     """The first item of what ``plan`` returns, or None."""
     items = yield from plan
     return items[0] if items else None
-
-
-class StreamPlans:
-    """The plans of the Stream methods."""
-
-    @staticmethod
-    def publish(
-        s: StreamState[Any],
-        fields: Mapping[str, str],
-        *,
-        maxlen: int | None = None,
-        max_age: float | None = None,
-        approximate: bool = True,
-    ) -> Plan[str]:
-        return _streams.publish(s._ctx, s._ref, fields, maxlen, max_age, approximate)
-
-    @staticmethod
-    def publish_batch(
-        s: StreamState[Any],
-        messages: Iterable[Mapping[str, str]],
-        *,
-        maxlen: int | None = None,
-        max_age: float | None = None,
-        approximate: bool = True,
-    ) -> Plan[list[str]]:
-        return _streams.publish_batch(s._ctx, s._ref, messages, maxlen, max_age, approximate)
-
-    @staticmethod
-    def publish_arrow(
-        s: StreamState[Any],
-        data: Any,
-        *,
-        dedup_key: str | None = None,
-        dedup_ttl: float = 86400.0,
-        value_column: str | None = None,
-        maxlen: int | None = None,
-        max_age: float | None = None,
-        approximate: bool = True,
-    ) -> Plan[tuple[int, int]]:
-        return _arrow.publish_stream(
-            s._ctx, s._ref, data, dedup_key, dedup_ttl, value_column, maxlen, max_age, approximate
-        )
-
-    @staticmethod
-    def length(s: StreamState[Any]) -> Plan[int]:
-        return _streams.length(s._ctx, s._ref)
-
-    @staticmethod
-    def range(
-        s: StreamState[Any], start: str | datetime = '-', end: str | datetime = '+', count: int = 100
-    ) -> Plan[list[StreamEntry]]:
-        return _streams.range_(s._ctx, s._ref, start, end, count)
-
-    @staticmethod
-    def range_arrow(
-        s: StreamState[Any], start: str | datetime, end: str | datetime, count: int, fields: Iterable[str]
-    ) -> Plan[Any]:
-        return _streams.range_arrow(s._ctx, s._ref, start, end, count, fields)
-
-    @staticmethod
-    def trim(
-        s: StreamState[Any], *, maxlen: int | None = None, max_age: float | None = None, approximate: bool = True
-    ) -> Plan[int]:
-        return _streams.trim(s._ctx, s._ref, maxlen, max_age, approximate)
-
-    @staticmethod
-    def info(s: StreamState[Any]) -> Plan[StreamInfo]:
-        return _streams.info(s._ctx, s._ref)
-
-    @staticmethod
-    def groups(s: StreamState[Any]) -> Plan[list[GroupInfo]]:
-        return _streams.groups(s._ctx, s._ref)
-
-    @staticmethod
-    def delete(s: StreamState[Any]) -> Plan[bool]:
-        return _streams.delete(s._ctx, s._ref)
-
-
-class GroupPlans:
-    """The plans of the ConsumerGroup methods."""
-
-    @staticmethod
-    def create(g: GroupState, start: str | datetime = '$', *, exist_ok: bool = True) -> Plan[bool]:
-        return _streams.create(g._ctx, g._ref, start, exist_ok)
-
-    @staticmethod
-    def read(g: GroupState, count: int = 1, block: float | None = None) -> Plan[list[StreamEntry]]:
-        return _streams.read(g._ctx, g._ref, count, block)
-
-    @staticmethod
-    def ack(g: GroupState, entries: Iterable[StreamEntry | str]) -> Plan[list[str]]:
-        return _streams.ack(g._ctx, g._ref, entries)
-
-    @staticmethod
-    def pending(
-        g: GroupState, count: int = 100, *, consumer: str | None = None, min_idle: float | None = None
-    ) -> Plan[list[PendingEntry]]:
-        return _streams.pending(g._ctx, g._ref, count, consumer, min_idle)
-
-    @staticmethod
-    def autoclaim(g: GroupState, min_idle: float, count: int = 100, *, error: str = '') -> Plan[list[StreamEntry]]:
-        return _streams.autoclaim(g._ctx, g._ref, min_idle, count, error)
-
-    @staticmethod
-    def dead_letter(g: GroupState, entries: Iterable[StreamEntry | str], error: str = '') -> Plan[list[str]]:
-        return _streams.dead_letter(g._ctx, g._ref, entries, error)
-
-    @staticmethod
-    def seek(g: GroupState, position: str | datetime) -> Plan[None]:
-        return _streams.seek(g._ctx, g._ref, position)
-
-    @staticmethod
-    def info(g: GroupState) -> Plan[GroupInfo]:
-        return _streams.group_info(g._ctx, g._ref)
-
-    @staticmethod
-    def delete(g: GroupState) -> Plan[bool]:
-        return _streams.delete_group(g._ctx, g._ref)

@@ -19,19 +19,7 @@ from redis.backoff import NoBackoff
 
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _server, _settings
-from ferroq.pure._handles import (
-    ClientPlans,
-    ClientState,
-    GroupPlans,
-    GroupState,
-    RsmqPlans,
-    RsmqState,
-    StreamPlans,
-    StreamState,
-    TopicPlans,
-    TopicState,
-    awaitable,
-)
+from ferroq.pure._handles import AsyncMode, ClientState, GroupState, RsmqState, StreamState, TopicState
 from ferroq.typing import (
     AsyncClientProtocol,
     AsyncConsumerGroupProtocol,
@@ -48,107 +36,45 @@ T = TypeVar('T')
 
 @final
 @documented_by(AsyncTopicProtocol)
-class AsyncTopic(TopicState):
+class AsyncTopic(TopicState, AsyncMode):
     """An rfq topic on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.Topic`, awaitable."""
 
     __slots__ = ()
 
-    publish = awaitable(TopicPlans.publish)
-    publish_batch = awaitable(TopicPlans.publish_batch)
-    publish_stream = awaitable(TopicPlans.publish_stream)
-    publish_arrow = awaitable(TopicPlans.publish_arrow)
-    claim = awaitable(TopicPlans.claim)
-    commit = awaitable(TopicPlans.commit)
-    extend = awaitable(TopicPlans.extend)
-    release = awaitable(TopicPlans.release)
-    dead_letter = awaitable(TopicPlans.dead_letter)
-    resume = awaitable(TopicPlans.resume)
-    harvest = awaitable(TopicPlans.harvest)
-    peek = awaitable(TopicPlans.peek)
-    fetch_arrow = awaitable(TopicPlans.fetch_arrow)
-    inspect = awaitable(TopicPlans.inspect)
-    stats = awaitable(TopicPlans.stats)
-    purge = awaitable(TopicPlans.purge)
-
 
 @final
 @documented_by(AsyncRsmqQueueProtocol)
-class AsyncRsmqQueue(RsmqState):
+class AsyncRsmqQueue(RsmqState, AsyncMode):
     """An RSMQ queue on an :class:`AsyncClient`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
 
     __slots__ = ()
 
-    create = awaitable(RsmqPlans.create)
-    delete_queue = awaitable(RsmqPlans.delete_queue)
-    attributes = awaitable(RsmqPlans.attributes)
-    set_attributes = awaitable(RsmqPlans.set_attributes)
-    send = awaitable(RsmqPlans.send)
-    send_arrow = awaitable(RsmqPlans.send_arrow)
-    send_batch = awaitable(RsmqPlans.send_batch)
-    receive = awaitable(RsmqPlans.receive)
-    receive_batch = awaitable(RsmqPlans.receive_batch)
-    pop = awaitable(RsmqPlans.pop)
-    pop_batch = awaitable(RsmqPlans.pop_batch)
-    delete = awaitable(RsmqPlans.delete)
-    delete_batch = awaitable(RsmqPlans.delete_batch)
-    change_visibility = awaitable(RsmqPlans.change_visibility)
-
 
 @final
 @documented_by(AsyncConsumerGroupProtocol)
-class AsyncConsumerGroup(GroupState):
+class AsyncConsumerGroup(GroupState, AsyncMode):
     """A consumer group on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.ConsumerGroup`, awaitable."""
 
     __slots__ = ()
 
-    create = awaitable(GroupPlans.create)
-    read = awaitable(GroupPlans.read)
-    ack = awaitable(GroupPlans.ack)
-    pending = awaitable(GroupPlans.pending)
-    autoclaim = awaitable(GroupPlans.autoclaim)
-    dead_letter = awaitable(GroupPlans.dead_letter)
-    seek = awaitable(GroupPlans.seek)
-    info = awaitable(GroupPlans.info)
-    delete = awaitable(GroupPlans.delete)
-
 
 @final
 @documented_by(AsyncStreamProtocol)
-class AsyncStream(StreamState[AsyncConsumerGroup]):
+class AsyncStream(StreamState[AsyncConsumerGroup], AsyncMode):
     """A Streams topic on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.Stream`, awaitable."""
 
     __slots__ = ()
     _group_class = AsyncConsumerGroup
 
-    publish = awaitable(StreamPlans.publish)
-    publish_batch = awaitable(StreamPlans.publish_batch)
-    publish_arrow = awaitable(StreamPlans.publish_arrow)
-    length = awaitable(StreamPlans.length)
-    range = awaitable(StreamPlans.range)
-    range_arrow = awaitable(StreamPlans.range_arrow)
-    trim = awaitable(StreamPlans.trim)
-    info = awaitable(StreamPlans.info)
-    groups = awaitable(StreamPlans.groups)
-    delete = awaitable(StreamPlans.delete)
-
 
 @final
 @documented_by(AsyncClientProtocol)
-class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream]):
+class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream], AsyncMode):
     """The asyncio twin of :class:`ferroq.pure.Client`: same arguments, same methods, awaitable."""
 
     _topic_class = AsyncTopic
     _queue_class = AsyncRsmqQueue
     _stream_class = AsyncStream
-
-    topics = awaitable(ClientPlans.topics)
-    rsmq_queues = awaitable(ClientPlans.rsmq_queues)
-    streams = awaitable(ClientPlans.streams)
-    claim = awaitable(ClientPlans.claim)
-    commit = awaitable(ClientPlans.commit)
-    extend = awaitable(ClientPlans.extend)
-    release = awaitable(ClientPlans.release)
-    ping = awaitable(ClientPlans.ping)
 
     def _open(self) -> None:
         ctx = self._ctx

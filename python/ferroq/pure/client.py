@@ -28,19 +28,7 @@ from redis.retry import Retry
 
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _server, _settings
-from ferroq.pure._handles import (
-    ClientPlans,
-    ClientState,
-    GroupPlans,
-    GroupState,
-    RsmqPlans,
-    RsmqState,
-    StreamPlans,
-    StreamState,
-    TopicPlans,
-    TopicState,
-    blocking,
-)
+from ferroq.pure._handles import ClientState, GroupState, RsmqState, StreamState, SyncMode, TopicState
 from ferroq.typing import (
     ClientProtocol,
     ConsumerGroupProtocol,
@@ -57,93 +45,40 @@ T = TypeVar('T')
 
 @final
 @documented_by(TopicProtocol)
-class Topic(TopicState):
+class Topic(TopicState, SyncMode):
     """An rfq topic on a :class:`Client`."""
 
     __slots__ = ()
 
-    publish = blocking(TopicPlans.publish)
-    publish_batch = blocking(TopicPlans.publish_batch)
-    publish_stream = blocking(TopicPlans.publish_stream)
-    publish_arrow = blocking(TopicPlans.publish_arrow)
-    claim = blocking(TopicPlans.claim)
-    commit = blocking(TopicPlans.commit)
-    extend = blocking(TopicPlans.extend)
-    release = blocking(TopicPlans.release)
-    dead_letter = blocking(TopicPlans.dead_letter)
-    resume = blocking(TopicPlans.resume)
-    harvest = blocking(TopicPlans.harvest)
-    peek = blocking(TopicPlans.peek)
-    fetch_arrow = blocking(TopicPlans.fetch_arrow)
-    inspect = blocking(TopicPlans.inspect)
-    stats = blocking(TopicPlans.stats)
-    purge = blocking(TopicPlans.purge)
-
 
 @final
 @documented_by(RsmqQueueProtocol)
-class RsmqQueue(RsmqState):
+class RsmqQueue(RsmqState, SyncMode):
     """An RSMQ queue on a :class:`Client`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
 
     __slots__ = ()
 
-    create = blocking(RsmqPlans.create)
-    delete_queue = blocking(RsmqPlans.delete_queue)
-    attributes = blocking(RsmqPlans.attributes)
-    set_attributes = blocking(RsmqPlans.set_attributes)
-    send = blocking(RsmqPlans.send)
-    send_arrow = blocking(RsmqPlans.send_arrow)
-    send_batch = blocking(RsmqPlans.send_batch)
-    receive = blocking(RsmqPlans.receive)
-    receive_batch = blocking(RsmqPlans.receive_batch)
-    pop = blocking(RsmqPlans.pop)
-    pop_batch = blocking(RsmqPlans.pop_batch)
-    delete = blocking(RsmqPlans.delete)
-    delete_batch = blocking(RsmqPlans.delete_batch)
-    change_visibility = blocking(RsmqPlans.change_visibility)
-
 
 @final
 @documented_by(ConsumerGroupProtocol)
-class ConsumerGroup(GroupState):
+class ConsumerGroup(GroupState, SyncMode):
     """A consumer group of a :class:`Stream`, read as one consumer: entries stay pending until acknowledged."""
 
     __slots__ = ()
 
-    create = blocking(GroupPlans.create)
-    read = blocking(GroupPlans.read)
-    ack = blocking(GroupPlans.ack)
-    pending = blocking(GroupPlans.pending)
-    autoclaim = blocking(GroupPlans.autoclaim)
-    dead_letter = blocking(GroupPlans.dead_letter)
-    seek = blocking(GroupPlans.seek)
-    info = blocking(GroupPlans.info)
-    delete = blocking(GroupPlans.delete)
-
 
 @final
 @documented_by(StreamProtocol)
-class Stream(StreamState[ConsumerGroup]):
+class Stream(StreamState[ConsumerGroup], SyncMode):
     """A Streams topic on a :class:`Client`: a Redis stream that consumer groups read, each at its own offset."""
 
     __slots__ = ()
     _group_class = ConsumerGroup
 
-    publish = blocking(StreamPlans.publish)
-    publish_batch = blocking(StreamPlans.publish_batch)
-    publish_arrow = blocking(StreamPlans.publish_arrow)
-    length = blocking(StreamPlans.length)
-    range = blocking(StreamPlans.range)
-    range_arrow = blocking(StreamPlans.range_arrow)
-    trim = blocking(StreamPlans.trim)
-    info = blocking(StreamPlans.info)
-    groups = blocking(StreamPlans.groups)
-    delete = blocking(StreamPlans.delete)
-
 
 @final
 @documented_by(ClientProtocol)
-class Client(ClientState[Topic, RsmqQueue, Stream]):
+class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
     """A synchronous client. Arguments as :class:`ferroq.Client`.
 
     Raises:
@@ -154,15 +89,6 @@ class Client(ClientState[Topic, RsmqQueue, Stream]):
     _topic_class = Topic
     _queue_class = RsmqQueue
     _stream_class = Stream
-
-    topics = blocking(ClientPlans.topics)
-    rsmq_queues = blocking(ClientPlans.rsmq_queues)
-    streams = blocking(ClientPlans.streams)
-    claim = blocking(ClientPlans.claim)
-    commit = blocking(ClientPlans.commit)
-    extend = blocking(ClientPlans.extend)
-    release = blocking(ClientPlans.release)
-    ping = blocking(ClientPlans.ping)
 
     def _open(self) -> None:
         ctx = self._ctx
