@@ -41,7 +41,6 @@ else:  # Python 3.9 has no ParamSpec: a TypeVar stands in at run time, where the
 
 T = TypeVar('T')
 H = TypeVar('H')
-C = TypeVar('C', bound=type)
 F = TypeVar('F', bound=Callable[..., Any])
 TopicT = TypeVar('TopicT')
 QueueT = TypeVar('QueueT')

@@ -1,7 +1,8 @@
 """The asyncio pure-Python client (redis.asyncio): the twin of :mod:`ferroq.pure.client`.
 
-Only the I/O lives here; every operation is a plan from the modules of :mod:`ferroq.pure` (``_rfq``, ``_rsmq``, ``_streams``). Pools and timeouts
-behave as in the synchronous client. A client belongs to the event loop that first uses it.
+Only the I/O lives here: the methods are the operations of :mod:`ferroq.pure._handles`, made coroutines by
+``AsyncMode``. Pools and timeouts behave as in the synchronous client. A client belongs to the event loop that
+first uses it.
 """
 
 from __future__ import annotations

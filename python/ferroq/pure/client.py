@@ -1,6 +1,7 @@
 """The synchronous pure-Python client (redis-py): the same API, keys, scripts and errors as ``ferroq.Client``.
 
-Only the I/O lives here; every operation is a plan from the modules of :mod:`ferroq.pure` (``_rfq``, ``_rsmq``, ``_streams``).
+Only the I/O lives here: the methods are the operations of :mod:`ferroq.pure._handles`, made blocking by
+``SyncMode``; each builds a plan from ``_rfq``, ``_rsmq`` or ``_streams`` that ``Client._run`` executes.
 
 ## Behavior
 
