@@ -20,7 +20,7 @@ from ferroq.exceptions import FerroqError
 from ferroq.protocol import keys
 
 if TYPE_CHECKING:
-    from ferroq.cli import _AnyClient
+    from ferroq.typing import ClientProtocol
 
 __all__ = ['RFQ_VERBS', 'add_verbs', 'completions', 'group_help']
 
@@ -59,7 +59,7 @@ def _print_lines(args: argparse.Namespace, items: list[str]) -> None:
             print(item)
 
 
-def _version(args: argparse.Namespace, client: _AnyClient) -> int:
+def _version(args: argparse.Namespace, client: ClientProtocol) -> int:
     from ferroq import __version__
 
     conn = _redis(args)
@@ -80,7 +80,7 @@ def _bar(n: int) -> str:
     return int(10 * math.log(n + 1)) * '#'
 
 
-def _info(args: argparse.Namespace, client: _AnyClient) -> int:
+def _info(args: argparse.Namespace, client: ClientProtocol) -> int:
     stats = [client.topic(name).stats() for name in sorted(client.topics())]
     if args.json:
         print(json.dumps([{'topic': s.topic, 'backlog': s.backlog, 'nextlog': s.nextlog} for s in stats]))
@@ -93,12 +93,12 @@ def _info(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _list_topics(args: argparse.Namespace, client: _AnyClient) -> int:
+def _list_topics(args: argparse.Namespace, client: ClientProtocol) -> int:
     _print_lines(args, client.topics())
     return 0
 
 
-def _list(args: argparse.Namespace, client: _AnyClient) -> list[str]:
+def _list(args: argparse.Namespace, client: ClientProtocol) -> list[str]:
     """The ids of ``args.queue`` of ``args.topic`` as one LRANGE returns them (head first)."""
     client.topic(args.topic)  # the name is checked by the API's rules
     key = keys.rfq_backlog(args.topic) if args.queue == 'backlog' else keys.rfq_nextlog(args.topic)
@@ -110,13 +110,13 @@ def _list(args: argparse.Namespace, client: _AnyClient) -> list[str]:
     return ids
 
 
-def _list_queue(args: argparse.Namespace, client: _AnyClient) -> int:
+def _list_queue(args: argparse.Namespace, client: ClientProtocol) -> int:
     """rfq's listing: one LRANGE, head first (the newest message first; the next one consumed is last)."""
     _print_lines(args, _list(args, client))
     return 0
 
 
-def _purge_queue(args: argparse.Namespace, client: _AnyClient) -> int:
+def _purge_queue(args: argparse.Namespace, client: ClientProtocol) -> int:
     """rfq's purge: no confirmation; prints the ids purged, in rfq's order (the consume end first).
 
     The ids are listed, then ferroq's purge (which also clears the leases and delivery records) deletes the
@@ -133,7 +133,7 @@ def _purge_queue(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _consume(args: argparse.Namespace, client: _AnyClient) -> int:
+def _consume(args: argparse.Namespace, client: ClientProtocol) -> int:
     """Claim one message with a lease, print it as rfq prints it (a Python dict), then commit it.
 
     Waits for ever like rfq (or --block seconds: exit 1 with nothing printed when none came). Ctrl-C while

@@ -35,7 +35,7 @@ from typing import Any
 
 from ferroq.exceptions import FerroqError, QueueNotFound, ServerError
 from ferroq.protocol import keys
-from ferroq.pure import _ops, _rsmq, _streams
+from ferroq.pure import _errors, _rfq, _rsmq, _send, _settings, _streams, _validation
 from ferroq.pure.client import Client as PureClient
 from ferroq.types import GroupInfo, RsmqAttributes, TopicStats, rsmq_sent, stream_id_time
 
@@ -123,17 +123,17 @@ class _Scan:
         self.known: set[str] = set()
         self.passes = 0
 
-    def plan(self, ctx: _ops.Settings) -> Plan:
+    def plan(self, ctx: _settings.Settings) -> Plan:
         command = ('SCAN', self.cursor, 'MATCH', self.pattern, 'COUNT', str(SCAN_COUNT), 'TYPE', self.kind)
-        return _ops.send(ctx, [command], retry_drop=True)
+        return _send.send(ctx, [command], retry_drop=True)
 
-    def take(self, ctx: _ops.Settings, reply: Any) -> None:
+    def take(self, ctx: _settings.Settings, reply: Any) -> None:
         if isinstance(reply, FerroqError):
             raise reply
         try:
             cursor, found = str(reply[0][0]), [str(key) for key in reply[0][1]]
         except (TypeError, IndexError, KeyError):
-            raise _ops.reply_error(ctx, 'SCAN', reply) from None
+            raise _errors.reply_error(ctx, 'SCAN', reply) from None
         self.found.update(found)
         self.cursor = cursor
         if cursor == '0':
@@ -215,7 +215,7 @@ class Sampler:
         for which in ('backlog', 'nextlog'):
             for key in self._scans[which].names():
                 name = _strip(key, keys.RFQ_PREFIX, f':{which}')
-                if name is not None and _ops._TOPIC_RE.fullmatch(name):
+                if name is not None and _validation.TOPIC_RE.fullmatch(name):
                     topics.add(name)
         spaces = sorted(
             ns for ns in (_strip(k, '', ':QUEUES') for k in self._scans['rsmq'].names()) if ns and _rsmq_ns_ok(ns)
@@ -231,7 +231,7 @@ class Sampler:
         streams = sorted(
             name
             for name in (_strip(k, keys.STREAM_PREFIX, '') for k in self._scans['stream'].names())
-            if name is not None and _ops._TOPIC_RE.fullmatch(name)
+            if name is not None and _validation.TOPIC_RE.fullmatch(name)
         )
         return sorted(topics), queues, streams
 
@@ -244,18 +244,21 @@ class Sampler:
         ctx = self._ctx
         plans: list[Plan] = []
         for name in topics:
-            t = _ops.topic_keys(name)
+            t = _rfq.topic_keys(name)
             head = self._previous.get(('topic', name))
             commands: list[tuple[str, ...]] = [('LINDEX', t.backlog, '0')]
             if head is not None and head._head is not None:
                 commands.append(('LPOS', t.backlog, head._head, 'MAXLEN', str(LPOS_BOUND)))
-            plans += [_ops.stats(ctx, t), _ops.send(ctx, commands, retry_drop=True)]
+            plans += [_rfq.stats(ctx, t), _send.send(ctx, commands, retry_drop=True)]
         for ns, q in queues:
             queue = _rsmq.queue_ref(q, ns, False)
-            plans += [_rsmq.attributes(ctx, queue), _ops.send(ctx, [('ZRANGE', queue.zset, '0', '0')], retry_drop=True)]
+            plans += [
+                _rsmq.attributes(ctx, queue),
+                _send.send(ctx, [('ZRANGE', queue.zset, '0', '0')], retry_drop=True),
+            ]
         for name in streams:
             stream = _streams.stream_ref(name)
-            plans += [_ops.send(ctx, [('XINFO', 'STREAM', stream.key)], retry_drop=True), _streams.groups(ctx, stream)]
+            plans += [_send.send(ctx, [('XINFO', 'STREAM', stream.key)], retry_drop=True), _streams.groups(ctx, stream)]
         replies = iter(self._client._run_side_by_side(plans))
         now = time.time()
         read: list[QueueFigures | None] = []
@@ -346,7 +349,7 @@ class Sampler:
             first = info.get('first-entry')
             first_time = stream_id_time(str(first[0])) if first else None
         except (TypeError, ValueError, KeyError, IndexError):
-            raise _ops.reply_error(self._ctx, 'XINFO STREAM', xinfo) from None
+            raise _errors.reply_error(self._ctx, 'XINFO STREAM', xinfo) from None
         before = self._previous.get(('stream', name))
         seconds = self._elapsed(now)
         old_groups = {g.name: g for g in before.groups} if before is not None else {}

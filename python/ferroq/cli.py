@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable
 
 from ferroq import _bulk, _cli_rfq, server
 from ferroq.exceptions import BatchError, FerroqError, InvalidArgument
@@ -36,14 +36,7 @@ class _NotFound(FerroqError):
 
 
 if TYPE_CHECKING:
-    import ferroq
-    import ferroq.pure
-
-    _AnyClient = Union[ferroq.Client, ferroq.pure.Client]
-    _AnyTopic = Union[ferroq.Topic, ferroq.pure.Topic]
-    _AnyQueue = Union[ferroq.RsmqQueue, ferroq.pure.RsmqQueue]
-    _AnyStream = Union[ferroq.Stream, ferroq.pure.Stream]
-    _AnyGroup = Union[ferroq.ConsumerGroup, ferroq.pure.ConsumerGroup]
+    from ferroq.typing import ClientProtocol, ConsumerGroupProtocol, RsmqQueueProtocol, StreamProtocol, TopicProtocol
 
 
 #: Credentials and TLS: the global options and the client keyword arguments they set (no --password: argv is
@@ -64,7 +57,7 @@ def _connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def _client(args: argparse.Namespace) -> _AnyClient:
+def _client(args: argparse.Namespace) -> ClientProtocol:
     if args.pure:
         from ferroq.pure import Client as PureClient
 
@@ -74,7 +67,7 @@ def _client(args: argparse.Namespace) -> _AnyClient:
     return Client(args.url, **_connection_kwargs(args))
 
 
-def _topic(args: argparse.Namespace, client: _AnyClient) -> _AnyTopic:
+def _topic(args: argparse.Namespace, client: ClientProtocol) -> TopicProtocol:
     return client.topic(args.topic)
 
 
@@ -112,7 +105,7 @@ def _message(text: str, where: str) -> dict[str, str]:
 # --- verbs ---------------------------------------------------------------------------------------
 
 
-def _cmd_topics(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_topics(args: argparse.Namespace, client: ClientProtocol) -> int:
     _lines(args, client.topics())
     return 0
 
@@ -151,7 +144,7 @@ def _json_line(text: str, number: int) -> dict[str, str] | None:
     return _message(text, f'line {number}') if text.strip() else None
 
 
-def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_publish(args: argparse.Namespace, client: ClientProtocol) -> int:
     topic = _topic(args, client)
     if args.file is not None:
         if args.front:
@@ -162,7 +155,7 @@ def _cmd_publish(args: argparse.Namespace, client: _AnyClient) -> int:
     )
 
 
-def _cmd_claim(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_claim(args: argparse.Namespace, client: ClientProtocol) -> int:
     for msg in _topic(args, client).claim(args.count, block=args.block, lease=args.lease):
         _print_json({'id': msg.id, 'topic': msg.topic, 'fields': msg.fields, 'deliveries': msg.deliveries})
     return 0
@@ -178,26 +171,26 @@ def _report(args: argparse.Namespace, done: list[str], verb: str) -> int:
     return 0
 
 
-def _cmd_commit(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_commit(args: argparse.Namespace, client: ClientProtocol) -> int:
     return _report(args, _topic(args, client).commit(args.ids), 'committed')
 
 
-def _cmd_release(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_release(args: argparse.Namespace, client: ClientProtocol) -> int:
     return _report(args, _topic(args, client).release(args.ids), 'released')
 
 
-def _cmd_extend(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_extend(args: argparse.Namespace, client: ClientProtocol) -> int:
     return _report(args, _topic(args, client).extend(args.ids, lease=args.lease), 'extended')
 
 
-def _cmd_harvest(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_harvest(args: argparse.Namespace, client: ClientProtocol) -> int:
     if args.all and not args.yes:
         raise InvalidArgument('harvest --all requeues messages that consumers may still be processing; add --yes')
     _lines(args, _topic(args, client).harvest(all=args.all, lease=args.lease))
     return 0
 
 
-def _cmd_peek(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_peek(args: argparse.Namespace, client: ClientProtocol) -> int:
     msg_id = args.msgid if args.msgid is not None else args.id
     fields = _topic(args, client).peek(msg_id)
     if fields is None:
@@ -206,7 +199,7 @@ def _cmd_peek(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _cmd_inspect(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_inspect(args: argparse.Namespace, client: ClientProtocol) -> int:
     entries = _topic(args, client).inspect(args.queue, start=args.start, count=args.count)
     records = [
         {
@@ -233,7 +226,7 @@ def _cmd_inspect(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _cmd_stats(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_stats(args: argparse.Namespace, client: ClientProtocol) -> int:
     names = [args.topic] if args.topic else client.topics()
     stats = [client.topic(name).stats() for name in names]
     if args.json:
@@ -259,7 +252,7 @@ def _stats_dict(s: TopicStats) -> dict[str, object]:
     }
 
 
-def _cmd_purge(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_purge(args: argparse.Namespace, client: ClientProtocol) -> int:
     if not args.yes:
         raise InvalidArgument(f'purge deletes every message of the {args.queue} of {args.topic!r}; add --yes')
     n = _topic(args, client).purge(args.queue)
@@ -273,7 +266,7 @@ def _cmd_purge(args: argparse.Namespace, client: _AnyClient) -> int:
 # --- RSMQ verbs: ferroq rsmq <action> ----------------------------------------------------------
 
 
-def _queue(args: argparse.Namespace, client: _AnyClient) -> _AnyQueue:
+def _queue(args: argparse.Namespace, client: ClientProtocol) -> RsmqQueueProtocol:
     return client.rsmq(args.queue, ns=args.ns, realtime=getattr(args, 'realtime', False))
 
 
@@ -306,33 +299,33 @@ def _print_attributes(args: argparse.Namespace, records: list[dict[str, object]]
     _table(rows)
 
 
-def _rsmq_queues(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_queues(args: argparse.Namespace, client: ClientProtocol) -> int:
     _lines(args, client.rsmq_queues(ns=args.ns))
     return 0
 
 
-def _rsmq_create(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_create(args: argparse.Namespace, client: ClientProtocol) -> int:
     _queue(args, client).create(
         vt=args.vt, delay=args.delay, maxsize=args.maxsize, max_receives=args.max_receives, dead_letter=args.dead_letter
     )
     return 0
 
 
-def _rsmq_delete_queue(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_delete_queue(args: argparse.Namespace, client: ClientProtocol) -> int:
     if not args.yes:
         raise InvalidArgument(f'delete-queue deletes {args.queue!r} and every message in it; add --yes')
     _queue(args, client).delete_queue()
     return 0
 
 
-def _rsmq_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_attributes(args: argparse.Namespace, client: ClientProtocol) -> int:
     names = [args.queue] if args.queue else client.rsmq_queues(ns=args.ns)
     records = [_attributes_dict(name, client.rsmq(name, ns=args.ns).attributes()) for name in names]
     _print_attributes(args, records)
     return 0
 
 
-def _rsmq_set_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_set_attributes(args: argparse.Namespace, client: ClientProtocol) -> int:
     attrs = _queue(args, client).set_attributes(
         vt=args.vt, delay=args.delay, maxsize=args.maxsize, max_receives=args.max_receives, dead_letter=args.dead_letter
     )
@@ -340,7 +333,7 @@ def _rsmq_set_attributes(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _rsmq_send(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_send(args: argparse.Namespace, client: ClientProtocol) -> int:
     queue = _queue(args, client)
     if args.file is not None:
         return _bulk.publish_file(
@@ -357,19 +350,19 @@ def _message_dict(m: RsmqMessage) -> dict[str, object]:
     return {'id': m.id, 'message': m.message, 'rc': m.rc, 'fr': m.fr, 'sent': m.sent}
 
 
-def _rsmq_receive(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_receive(args: argparse.Namespace, client: ClientProtocol) -> int:
     for m in _queue(args, client).receive_batch(args.count, vt=args.vt, block=args.block):
         _print_json(_message_dict(m))
     return 0
 
 
-def _rsmq_pop(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_pop(args: argparse.Namespace, client: ClientProtocol) -> int:
     for m in _queue(args, client).pop_batch(args.count):
         _print_json(_message_dict(m))
     return 0
 
 
-def _rsmq_delete(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_delete(args: argparse.Namespace, client: ClientProtocol) -> int:
     done = _queue(args, client).delete_batch(args.ids)
     _lines(args, done)
     missed = len(args.ids) - len(done)
@@ -378,7 +371,7 @@ def _rsmq_delete(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _rsmq_visibility(args: argparse.Namespace, client: _AnyClient) -> int:
+def _rsmq_visibility(args: argparse.Namespace, client: ClientProtocol) -> int:
     if not _queue(args, client).change_visibility(args.id, args.vt):
         raise _NotFound(f'message {args.id!r} not found in RSMQ queue {args.queue!r}')
     return 0
@@ -440,11 +433,11 @@ def _rsmq_parser(verbs: argparse._SubParsersAction[argparse.ArgumentParser], com
 # --- Streams verbs: ferroq stream <action> -----------------------------------------------------
 
 
-def _stream(args: argparse.Namespace, client: _AnyClient) -> _AnyStream:
+def _stream(args: argparse.Namespace, client: ClientProtocol) -> StreamProtocol:
     return client.stream(args.stream)
 
 
-def _group(args: argparse.Namespace, client: _AnyClient) -> _AnyGroup:
+def _group(args: argparse.Namespace, client: ClientProtocol) -> ConsumerGroupProtocol:
     return _stream(args, client).group(
         args.group,
         getattr(args, 'consumer', None),
@@ -476,12 +469,12 @@ def _print_entries(entries: Sequence[StreamEntry]) -> None:
         _print_json(_entry_dict(e))
 
 
-def _stream_list(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_list(args: argparse.Namespace, client: ClientProtocol) -> int:
     _lines(args, client.streams())
     return 0
 
 
-def _stream_publish(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_publish(args: argparse.Namespace, client: ClientProtocol) -> int:
     stream, retention = _stream(args, client), _retention(args)
     if args.file is not None:
         return _bulk.publish_file(
@@ -490,12 +483,12 @@ def _stream_publish(args: argparse.Namespace, client: _AnyClient) -> int:
     return _publish(args, lambda m: stream.publish(m, **retention), lambda ms: stream.publish_batch(ms, **retention))
 
 
-def _stream_range(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_range(args: argparse.Namespace, client: ClientProtocol) -> int:
     _print_entries(_stream(args, client).range(args.start, args.end, count=args.count))
     return 0
 
 
-def _stream_info(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_info(args: argparse.Namespace, client: ClientProtocol) -> int:
     i = _stream(args, client).info()
     record = {'stream': i.name, 'length': i.length, 'first_id': i.first_id, 'last_id': i.last_id, 'groups': i.groups}
     if args.json:
@@ -517,7 +510,7 @@ def _group_dict(g: GroupInfo) -> dict[str, object]:
     }
 
 
-def _stream_groups(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_groups(args: argparse.Namespace, client: ClientProtocol) -> int:
     records = [_group_dict(g) for g in _stream(args, client).groups()]
     if args.json:
         _print_json(records)
@@ -528,7 +521,7 @@ def _stream_groups(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _stream_trim(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_trim(args: argparse.Namespace, client: ClientProtocol) -> int:
     n = _stream(args, client).trim(**_retention(args))
     if args.json:
         _print_json({'stream': args.stream, 'trimmed': n})
@@ -537,7 +530,7 @@ def _stream_trim(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _stream_delete(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_delete(args: argparse.Namespace, client: ClientProtocol) -> int:
     if not args.yes:
         raise InvalidArgument(f'delete removes the stream {args.stream!r}, its entries and its groups; add --yes')
     if not _stream(args, client).delete():
@@ -545,33 +538,33 @@ def _stream_delete(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _stream_create_group(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_create_group(args: argparse.Namespace, client: ClientProtocol) -> int:
     created = _group(args, client).create(args.start, exist_ok=not args.strict)
     if not created:
         print(f'{_PROG}: group {args.group!r} of {args.stream!r} exists already', file=sys.stderr)
     return 0
 
 
-def _stream_delete_group(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_delete_group(args: argparse.Namespace, client: ClientProtocol) -> int:
     if not _group(args, client).delete():
         raise _NotFound(f'group {args.group!r} of stream {args.stream!r} not found')
     return 0
 
 
-def _stream_read(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_read(args: argparse.Namespace, client: ClientProtocol) -> int:
     _print_entries(_group(args, client).read(args.count, block=args.block))
     return 0
 
 
-def _stream_ack(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_ack(args: argparse.Namespace, client: ClientProtocol) -> int:
     return _report(args, _group(args, client).ack(args.ids), 'acknowledged')
 
 
-def _stream_dead_letter(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_dead_letter(args: argparse.Namespace, client: ClientProtocol) -> int:
     return _report(args, _group(args, client).dead_letter(args.ids, error=args.error), 'dead-lettered')
 
 
-def _stream_pending(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_pending(args: argparse.Namespace, client: ClientProtocol) -> int:
     group = _group(args, client)
     entries = group.pending(args.count, consumer=args.owner, min_idle=args.min_idle)
     records = [{'id': p.id, 'consumer': p.consumer, 'idle': p.idle, 'deliveries': p.deliveries} for p in entries]
@@ -584,12 +577,12 @@ def _stream_pending(args: argparse.Namespace, client: _AnyClient) -> int:
     return 0
 
 
-def _stream_autoclaim(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_autoclaim(args: argparse.Namespace, client: ClientProtocol) -> int:
     _print_entries(_group(args, client).autoclaim(args.min_idle, args.count, error=args.error))
     return 0
 
 
-def _stream_seek(args: argparse.Namespace, client: _AnyClient) -> int:
+def _stream_seek(args: argparse.Namespace, client: ClientProtocol) -> int:
     _group(args, client).seek(args.position)
     return 0
 
@@ -681,7 +674,7 @@ def _run_command(command: list[str], msg: Message) -> None:
         raise CommandFailed(f'{command[0]} exited with {how}' + (f': {last[0]}' if last else ''))
 
 
-def _cmd_worker(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_worker(args: argparse.Namespace, client: ClientProtocol) -> int:
     from ferroq.worker import Worker
 
     command = args.command[1:] if args.command[:1] == ['--'] else args.command
@@ -752,7 +745,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return _metrics.serve(args.url, args.port, args.bind)
 
 
-def _cmd_spark_release(args: argparse.Namespace, client: _AnyClient) -> int:
+def _cmd_spark_release(args: argparse.Namespace, client: ClientProtocol) -> int:
     from ferroq.spark import release
 
     if not args.yes:

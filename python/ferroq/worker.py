@@ -38,7 +38,6 @@ import inspect
 import logging
 import math
 import signal
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -46,8 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
+from ferroq._limits import MAX_CONCURRENCY, MAX_ERROR_CHARS, MAX_PREFETCH, MAX_SECONDS, MIN_LEASE
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
+from ferroq.typing import AnyClient, AsyncClientProtocol, ClientProtocol
 
 __all__ = ['AsyncWorker', 'Handler', 'Worker', 'WorkerStats']
 
@@ -57,10 +58,6 @@ T = TypeVar('T')
 #: A handler takes one message; it may be a plain function or an ``async def``. Its return value is ignored.
 Handler = Callable[[Message], Union[Awaitable[Any], Any]]
 
-#: The longest error text recorded on a dead-lettered message.
-MAX_ERROR_CHARS = 4096
-#: Most messages one claim may return (the clients' ``count`` limit).
-MAX_PREFETCH = 10_000
 #: Finished messages wait at most this long before their batch is committed.
 COMMIT_LINGER = 0.02
 #: An ``async def`` handler's lane lets the loop run at least this often, even if its handlers never wait.
@@ -105,13 +102,9 @@ def _int(value: object, name: str, low: int, high: int) -> int:
 
 def _client_kind(client: object) -> bool:
     """True for an asyncio client, False for a synchronous one; InvalidArgument for anything else."""
-    import ferroq
-
-    # A pure client exists only once ferroq.pure is imported: a native worker does not import redis-py.
-    pure = sys.modules.get('ferroq.pure')
-    if isinstance(client, ferroq.AsyncClient) or (pure is not None and isinstance(client, pure.AsyncClient)):
+    if isinstance(client, AsyncClientProtocol):
         return True
-    if isinstance(client, ferroq.Client) or (pure is not None and isinstance(client, pure.Client)):
+    if isinstance(client, ClientProtocol):
         return False
     raise InvalidArgument(
         'client must be a ferroq.Client, ferroq.AsyncClient, ferroq.pure.Client or ferroq.pure.AsyncClient, '
@@ -150,7 +143,7 @@ class _Engine:
 
     def __init__(
         self,
-        client: Any,
+        client: AnyClient,
         topics: str | Sequence[str],
         handler: Handler,
         *,
@@ -177,19 +170,19 @@ class _Engine:
             raise InvalidArgument(f'topics must not repeat a name, got {list(names)!r}')
         if not callable(handler):
             raise InvalidArgument(f'handler must be callable, got {type(handler).__name__}')
-        self.concurrency = _int(concurrency, 'concurrency', 1, 10_000)
+        self.concurrency = _int(concurrency, 'concurrency', 1, MAX_CONCURRENCY)
         default_prefetch = min(max(2 * self.concurrency, 10), MAX_PREFETCH)
         self.prefetch = _int(default_prefetch if prefetch is None else prefetch, 'prefetch', 1, MAX_PREFETCH)
         if self.prefetch < self.concurrency:
             raise InvalidArgument(f'prefetch ({self.prefetch}) must be at least concurrency ({self.concurrency})')
-        self.lease = _number(lease, 'lease', 0.001, 604_800)
+        self.lease = _number(lease, 'lease', MIN_LEASE, MAX_SECONDS)
         self.max_deliveries = _int(max_deliveries, 'max_deliveries', 1, 1_000_000)
-        self.retry_delay = _number(retry_delay, 'retry_delay', 0, 604_800)
+        self.retry_delay = _number(retry_delay, 'retry_delay', 0, MAX_SECONDS)
         self.retry_backoff = _number(retry_backoff, 'retry_backoff', 1, 1000)
-        self.max_retry_delay = _number(max_retry_delay, 'max_retry_delay', 0, 604_800)
-        self.poll = _number(poll, 'poll', 0, 604_800, low_open=True)
+        self.max_retry_delay = _number(max_retry_delay, 'max_retry_delay', 0, MAX_SECONDS)
+        self.poll = _number(poll, 'poll', 0, MAX_SECONDS, low_open=True)
         self.harvest_interval = (
-            None if harvest_interval is None else _number(harvest_interval, 'harvest_interval', 0, 604_800, True)
+            None if harvest_interval is None else _number(harvest_interval, 'harvest_interval', 0, MAX_SECONDS, True)
         )
         if not isinstance(burst, bool) or not isinstance(handle_signals, bool):
             raise InvalidArgument('burst and handle_signals must be bools')
@@ -673,7 +666,7 @@ _DOC_ARGS = """
 class _WorkerBase:
     def __init__(
         self,
-        client: Any,
+        client: AnyClient,
         topics: str | Sequence[str],
         handler: Handler,
         *,

@@ -11,7 +11,8 @@ import ferroq
 import ferroq.pure
 from _redis import NotRedisServer
 from ferroq import exceptions as ex
-from ferroq.pure._ops import check_server_version, unwrap_script_error
+from ferroq.pure._errors import unwrap_script_error
+from ferroq.pure._server import check_server_version
 
 
 @pytest.mark.parametrize(

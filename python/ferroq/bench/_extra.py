@@ -7,11 +7,14 @@ import math
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferroq.bench._common import LEASE, Admin, Config, Meter, Progress, Sample, payload
 from ferroq.bench._impls import prefill, sweep_topic
 from ferroq.bench._registry import Context
+
+if TYPE_CHECKING:
+    from ferroq.typing import ClientProtocol, TopicProtocol
 
 __all__ = ['measure_latency', 'measure_rss', 'measure_scale', 'percentile', 'rss_verdict']
 
@@ -28,7 +31,7 @@ def percentile(values: list[float], q: float) -> float:
     return s[rank]
 
 
-def _client(impl: str, url: str) -> Any:
+def _client(impl: str, url: str) -> ClientProtocol:
     if impl == 'native':
         import ferroq
 
@@ -131,7 +134,7 @@ def measure_scale(cfg: Config, admin: Admin, impl: str, progress: Progress) -> d
     return out
 
 
-def _drain(topic: Any, n: int, batch: int, admin: Admin) -> Sample:
+def _drain(topic: TopicProtocol, n: int, batch: int, admin: Admin) -> Sample:
     """claim+commit ``n`` messages of ``topic`` in batches, timed."""
     meter = Meter(admin)
     meter.start()

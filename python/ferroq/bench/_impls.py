@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -35,6 +35,9 @@ from ferroq.bench._wire import (
     rsmq_keys,
     stream_key,
 )
+
+if TYPE_CHECKING:
+    from ferroq.typing import AsyncClientProtocol, ClientProtocol
 
 __all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
 
@@ -69,10 +72,10 @@ _FIELD = 'payload'
 # --- prefill and clean-up of each family's keys (untimed) --------------------------------------------------
 
 
-_native_clients: dict[str, Any] = {}
+_native_clients: dict[str, ClientProtocol] = {}
 
 
-def _writer(url: str) -> Any:
+def _writer(url: str) -> ClientProtocol:
     """A client to prefill rfq topics with: the native one when it is built, else the pure one."""
     if url not in _native_clients:
         try:
@@ -154,7 +157,7 @@ def cleanup(ctx: Context, family: str) -> None:
 class _TopicSession:
     """publish / claim+commit on one rfq topic with a ferroq client (native or pure, sync)."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: ClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.topic = client.topic(ctx.name)
         self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
@@ -184,7 +187,7 @@ class _TopicSession:
 class _AsyncTopicSession:
     """The same with a ferroq asyncio client."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: AsyncClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.topic = client.topic(ctx.name)
         self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
@@ -214,7 +217,7 @@ class _AsyncTopicSession:
 class _RsmqSession:
     """send / receive+delete on one RSMQ queue with a ferroq client (native or pure, sync)."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: ClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.queue = client.rsmq(ctx.name)
         self.msgs = [payload(ctx.cfg.size)] * ctx.batch
@@ -228,7 +231,9 @@ class _RsmqSession:
         self.queue.send_batch(self.msgs[:1])
         self.queue.send(self.msgs[0])
         self.queue.delete_batch([m.id for m in self.queue.receive_batch(1)])
-        self.queue.delete(self.queue.receive().id)
+        received = self.queue.receive()
+        if received is not None:  # it is: the send above made it visible
+            self.queue.delete(received.id)
 
     def step(self, k: int) -> int:
         if self.op == RSMQ_SEND:
@@ -251,7 +256,7 @@ class _RsmqSession:
 class _AsyncRsmqSession:
     """The same with a ferroq asyncio client."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: AsyncClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.queue = client.rsmq(ctx.name)
         self.msgs = [payload(ctx.cfg.size)] * ctx.batch
@@ -264,7 +269,9 @@ class _AsyncRsmqSession:
         await self.queue.send_batch(self.msgs[:1])
         await self.queue.send(self.msgs[0])
         await self.queue.delete_batch([m.id for m in await self.queue.receive_batch(1)])
-        await self.queue.delete((await self.queue.receive()).id)
+        received = await self.queue.receive()
+        if received is not None:  # it is: the send above made it visible
+            await self.queue.delete(received.id)
 
     async def step(self, k: int) -> int:
         if self.op == RSMQ_SEND:
@@ -287,7 +294,7 @@ class _AsyncRsmqSession:
 class _StreamSession:
     """publish / read+ack on one Streams topic with a ferroq client (native or pure, sync), group 'g'."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: ClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.stream = client.stream(ctx.name)
         self.group = self.stream.group('g', 'c')
@@ -319,7 +326,7 @@ class _StreamSession:
 class _AsyncStreamSession:
     """The same with a ferroq asyncio client."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: AsyncClientProtocol) -> None:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.stream = client.stream(ctx.name)
         self.group = self.stream.group('g', 'c')
@@ -372,7 +379,7 @@ def _worker_options(ctx: Context) -> dict[str, Any]:
 class _WorkerSession:
     """``ferroq.Worker`` with a no-op handler: ``step`` runs one in burst mode until the topic is empty."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: ClientProtocol) -> None:
         self.ctx, self.client, self.warm = ctx, client, False
 
     def setup(self, n: int) -> None:
@@ -397,7 +404,7 @@ class _WorkerSession:
 class _AsyncWorkerSession:
     """``ferroq.AsyncWorker`` with an ``async def`` no-op handler, the same way."""
 
-    def __init__(self, ctx: Context, client: Any) -> None:
+    def __init__(self, ctx: Context, client: AsyncClientProtocol) -> None:
         self.ctx, self.client, self.warm = ctx, client, False
 
     async def setup(self, n: int) -> None:
@@ -424,26 +431,36 @@ def _native_missing(cfg: Config) -> str | None:
     return None if importlib.util.find_spec('ferroq._ferroq') else 'the native module ferroq._ferroq is not built'
 
 
-def _new_client(kind: str, url: str, is_async: bool) -> Any:
+def _new_client(kind: str, url: str) -> ClientProtocol:
     if kind == 'native':
         import ferroq
 
-        return ferroq.AsyncClient(url) if is_async else ferroq.Client(url)
+        return ferroq.Client(url)
     import ferroq.pure
 
-    return ferroq.pure.AsyncClient(url) if is_async else ferroq.pure.Client(url)
+    return ferroq.pure.Client(url)
+
+
+def _new_async_client(kind: str, url: str) -> AsyncClientProtocol:
+    if kind == 'native':
+        import ferroq
+
+        return ferroq.AsyncClient(url)
+    import ferroq.pure
+
+    return ferroq.pure.AsyncClient(url)
 
 
 def _sync_factory(kind: str, session: Any) -> Any:
     def make(ctx: Context) -> Any:
-        return session(ctx, _new_client(kind, ctx.cfg.url, is_async=False))
+        return session(ctx, _new_client(kind, ctx.cfg.url))
 
     return make
 
 
 def _async_factory(kind: str, session: Any) -> Any:
     async def make(ctx: Context) -> Any:  # the asyncio clients are made inside the running loop
-        return session(ctx, _new_client(kind, ctx.cfg.url, is_async=True))
+        return session(ctx, _new_async_client(kind, ctx.cfg.url))
 
     return make
 

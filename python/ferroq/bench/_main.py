@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import redis
 
+from ferroq._limits import MAX_COUNT
 from ferroq.bench import _impls
 from ferroq.bench._ceiling import ceiling_count, measure_ceilings
 from ferroq.bench._common import BATCHES, NOISY_CORES, REDIS_ERRORS, Admin, BenchError, Config, Progress, Row
@@ -242,8 +243,8 @@ def _batches(value: str) -> tuple[int, ...]:
         sizes = tuple(sorted({int(v) for v in value.split(',') if v.strip()}))
     except ValueError:
         raise argparse.ArgumentTypeError(f'batch sizes are integers, got {value!r}') from None
-    if not sizes or sizes[0] < 1 or sizes[-1] > 10_000:
-        raise argparse.ArgumentTypeError('batch sizes are between 1 and 10000')
+    if not sizes or sizes[0] < 1 or sizes[-1] > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f'batch sizes are between 1 and {MAX_COUNT}')
     return sizes
 
 

@@ -16,15 +16,16 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple, Optional
 
+from ferroq._limits import MAX_DEDUP_KEY, MAX_DEDUP_TTL, MAX_FIELDS, MAX_ID_LENGTH
 from ferroq.exceptions import FerroqError, InvalidArgument, InvalidMessage, MessageTooLarge
 from ferroq.protocol import keys
 from ferroq.pure import _rsmq, _streams
-from ferroq.pure._ops import _ID_RE, _SHA, Plan, Settings, TopicKeys, new_id, reply_error, send, write_chunk
-
-MAX_DEDUP_KEY = 200
-MAX_DEDUP_TTL = 2_592_000.0  # 30 days
-MAX_STREAM_FIELDS = 1000
-_ID_MAX = 128
+from ferroq.pure._errors import reply_error
+from ferroq.pure._requests import Plan
+from ferroq.pure._rfq import TopicKeys, new_id, write_chunk
+from ferroq.pure._send import SHA, send
+from ferroq.pure._settings import Settings
+from ferroq.pure._validation import ID_RE
 
 Value = Optional[str]
 
@@ -427,9 +428,9 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
             if any(name == f.name for _, name in fields):
                 raise InvalidArgument(f'column name {f.name!r} appears twice: message field names must be unique')
             fields.append((i, f.name))
-    if target == 'stream' and len(fields) > MAX_STREAM_FIELDS:
+    if target == 'stream' and len(fields) > MAX_FIELDS:
         raise InvalidArgument(
-            f'a stream message may have at most {MAX_STREAM_FIELDS} fields, the data has {len(fields)} columns'
+            f'a stream message may have at most {MAX_FIELDS} fields, the data has {len(fields)} columns'
         )
     return Layout(target, fields, id_, value_column is not None, target == 'rsmq' and value_column is None)
 
@@ -503,9 +504,9 @@ class Rows:
             msg_id = self._ids[i]
             if msg_id is None:
                 raise InvalidMessage(f'row {row}: the id column {lay.id[1]!r} is null')
-            if not _ID_RE.fullmatch(msg_id):
+            if not ID_RE.fullmatch(msg_id):
                 raise InvalidMessage(
-                    f'row {row}: a message id must be a non-empty str of at most {_ID_MAX} characters without '
+                    f'row {row}: a message id must be a non-empty str of at most {MAX_ID_LENGTH} characters without '
                     f'whitespace, got {msg_id!r}'
                 )
         fields: list[tuple[str, str | bytes]] = []
@@ -577,13 +578,13 @@ def _command(
             for k, v in row.fields:
                 args += (k, v)
         name = 'streams/publish-2'
-    return name, ('EVALSHA', _SHA[name], str(len(script_keys)), *script_keys, *args)
+    return name, ('EVALSHA', SHA[name], str(len(script_keys)), *script_keys, *args)
 
 
 def _write_topic_chunk(
     ctx: Settings, topic: TopicKeys, chunk: list[Row], token: str, dedup: bool, ttl_ms: int
 ) -> Plan[int]:
-    """A topic's chunk of fresh ids: one watched transaction (:func:`ferroq.pure._ops.write_chunk`)."""
+    """A topic's chunk of fresh ids: one watched transaction (:func:`ferroq.pure._rfq.write_chunk`)."""
     ids = [new_id() for _ in chunk]
     hsets = [(topic.prefix + msg_id, [v for pair in row.fields for v in pair]) for msg_id, row in zip(ids, chunk)]
     ttl = ttl_ms if dedup else keys.STREAM_PUBLISH_TOKEN_MS

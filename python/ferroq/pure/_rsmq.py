@@ -1,4 +1,4 @@
-"""The RSMQ protocol for both pure clients: validation, requests and reply decoding, as plans (see ``_ops``).
+"""The RSMQ protocol for both pure clients: validation, requests and reply decoding, as plans (see ``_requests``).
 
 Queues are byte-compatible with smrchy/rsmq 0.12 and PyRSMQ 0.6: the scripts in
 ``ferroq/protocol/lua/rsmq/`` write exactly RSMQ's keys and fields; docs/protocol.md explains the
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ferroq._limits import MAX_RSMQ_SECONDS, RSMQ_MAX_MAXSIZE, RSMQ_MIN_MAXSIZE
 from ferroq.exceptions import (
     BatchError,
     FerroqError,
@@ -27,27 +28,13 @@ from ferroq.exceptions import (
     QueueNotFound,
 )
 from ferroq.protocol import keys
-from ferroq.pure._ops import (
-    Listen,
-    Plan,
-    Settings,
-    Subscribe,
-    _eval,
-    _iterable,
-    _seconds,
-    _utf8_len,
-    check_block,
-    check_count,
-    check_flag,
-    map_error,
-    reply_error,
-    script,
-    send,
-)
+from ferroq.pure._errors import map_error, reply_error
+from ferroq.pure._requests import Listen, Plan, Subscribe
+from ferroq.pure._send import evalsha, script, send
+from ferroq.pure._settings import Settings
+from ferroq.pure._validation import as_list, check_block, check_count, check_flag, seconds_of, utf8_len
 from ferroq.types import RsmqAttributes, RsmqMessage, rsmq_sent
 
-#: RSMQ's bound for vt and delay, in seconds.
-MAX_RSMQ_SECONDS = 9_999_999
 #: Longest wait between two receive attempts of a blocking receive when no notification comes (producers
 #: that do not publish: PyRSMQ, or RSMQ without realtime).
 BLOCK_POLL = 1.0
@@ -113,14 +100,20 @@ def _stored_seconds(value: object, name: str) -> str:
 
 
 def _maxsize(value: object) -> str:
-    if isinstance(value, bool) or not isinstance(value, int) or not (1024 <= value <= 65536 or value == -1):
-        raise InvalidArgument(f'maxsize must be an int from 1024 to 65536, or -1 for unlimited, got {value!r}')
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (RSMQ_MIN_MAXSIZE <= value <= RSMQ_MAX_MAXSIZE or value == -1)
+    ):
+        raise InvalidArgument(
+            f'maxsize must be an int from {RSMQ_MIN_MAXSIZE} to {RSMQ_MAX_MAXSIZE}, or -1 for unlimited, got {value!r}'
+        )
     return str(value)
 
 
 def _call_ms(value: object, name: str) -> str:
     """A per-call vt or delay (never stored, so fractions are fine): milliseconds."""
-    seconds = _seconds(value)
+    seconds = seconds_of(value)
     if seconds is None or not 0 <= seconds <= MAX_RSMQ_SECONDS:
         raise InvalidArgument(f'{name} must be a number of seconds from 0 to {MAX_RSMQ_SECONDS}, got {value!r}')
     return str(round(seconds * 1000))
@@ -165,7 +158,7 @@ def _check_message(message: object, max_bytes: int) -> int:
     if not isinstance(message, str):
         raise InvalidMessage(f'an RSMQ message must be a str, got {type(message).__name__}')
     try:
-        size = _utf8_len(message)
+        size = utf8_len(message)
     except UnicodeEncodeError:
         raise InvalidMessage('an RSMQ message is not valid Unicode (lone surrogate)') from None
     if size > max_bytes:
@@ -242,7 +235,7 @@ def delete_queue(ctx: Settings, ref: RsmqRef) -> Plan[None]:
 
 
 def attributes(ctx: Settings, ref: RsmqRef) -> Plan[RsmqAttributes]:
-    reply = (yield from send(ctx, [_eval('rsmq/attributes-2', ref.pair, [])], retry_drop=True))[0]
+    reply = (yield from send(ctx, [evalsha('rsmq/attributes-2', ref.pair, [])], retry_drop=True))[0]
     return _attributes(ctx, ref, reply)
 
 
@@ -284,7 +277,7 @@ def set_attributes(
         '' if maxsize is None else _maxsize(maxsize),
     ]
     maxrecv, dlq = _dead_letter(ref, max_receives, dead_letter, 0)
-    call = _eval('rsmq/set_attributes-2', [ref.hash, _dlq_hash(ref, dlq)], [*args, maxrecv, dlq])
+    call = evalsha('rsmq/set_attributes-2', [ref.hash, _dlq_hash(ref, dlq)], [*args, maxrecv, dlq])
     changed = (yield from send(ctx, [call], retry_drop=True))[0]  # setting the same values again is harmless
     _status(ctx, ref, 'rsmq/set_attributes-2', changed)
     # A second round trip: pipelined, a NOSCRIPT retry of the first script could run it after the read.
@@ -297,7 +290,7 @@ def send_one(ctx: Settings, ref: RsmqRef, message: str, delay: float | None) -> 
 
 
 def send_batch(ctx: Settings, ref: RsmqRef, messages: Iterable[str], delay: float | None) -> Plan[list[str]]:
-    items = _iterable(messages, 'messages')
+    items = as_list(messages, 'messages')
     lengths: list[int] = []
     errors: list[tuple[int, FerroqError]] = []
     for index, message in enumerate(items):
@@ -361,7 +354,7 @@ def _send(
         args = [delay_ms, str(max(lengths[start : start + step])), channel, str(keys.STREAM_PUBLISH_TOKEN_MS)]
         for message in chunk:
             args += (''.join(random.choices(_ALPHABET, k=22)), message)
-        calls.append(_eval('rsmq/send-3', [*ref.pair, ref.published(token)], args))
+        calls.append(evalsha('rsmq/send-3', [*ref.pair, ref.published(token)], args))
     replies = yield from send(ctx, calls, retry_drop=True)
     ids: list[str] = []
     for reply in replies:
@@ -447,7 +440,7 @@ def delete(ctx: Settings, ref: RsmqRef, msg_id: str) -> Plan[bool]:
 
 
 def delete_batch(ctx: Settings, ref: RsmqRef, ids: Iterable[str]) -> Plan[list[str]]:
-    checked = [check_rsmq_id(i) for i in _iterable(ids, 'ids')]
+    checked = [check_rsmq_id(i) for i in as_list(ids, 'ids')]
     if not checked:
         return []
     return (yield from _delete(ctx, ref, checked))
@@ -455,7 +448,7 @@ def delete_batch(ctx: Settings, ref: RsmqRef, ids: Iterable[str]) -> Plan[list[s
 
 def _delete(ctx: Settings, ref: RsmqRef, ids: list[str]) -> Plan[list[str]]:
     step = ctx.chunk_size
-    calls = [_eval('rsmq/delete-2', ref.pair, ids[i : i + step]) for i in range(0, len(ids), step)]
+    calls = [evalsha('rsmq/delete-2', ref.pair, ids[i : i + step]) for i in range(0, len(ids), step)]
     replies = yield from send(ctx, calls)  # not repeated: a repeat would report nothing deleted
     if not all(isinstance(r, list) for r in replies):
         raise reply_error(ctx, 'rsmq/delete-2', replies)
@@ -464,7 +457,7 @@ def _delete(ctx: Settings, ref: RsmqRef, ids: list[str]) -> Plan[list[str]]:
 
 def change_visibility(ctx: Settings, ref: RsmqRef, msg_id: str, vt: float) -> Plan[bool]:
     args = [check_rsmq_id(msg_id), _call_ms(vt, 'vt')]
-    reply = (yield from send(ctx, [_eval('rsmq/visibility-2', ref.pair, args)], retry_drop=True))[0]
+    reply = (yield from send(ctx, [evalsha('rsmq/visibility-2', ref.pair, args)], retry_drop=True))[0]
     ok = _status(ctx, ref, 'rsmq/visibility-2', reply)
     if len(ok) != 2 or ok[1] not in (0, 1):
         raise reply_error(ctx, 'rsmq/visibility-2', reply)

@@ -1,4 +1,4 @@
-"""Streams topics for both pure clients: validation, requests and reply decoding, as plans (see ``_ops``).
+"""Streams topics for both pure clients: validation, requests and reply decoding, as plans (see ``_requests``).
 
 A stream is one Redis STREAM, ``ferroq:stream:<name>``, and a consumer group is a Redis consumer group on it:
 offsets, pending lists and delivery counts are Redis's own. What touches more than one key (a publish and
@@ -18,19 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
+from ferroq._limits import MAX_DELIVERIES, MAX_FIELDS, MAX_GROUP_NAME, MAX_SECONDS
 from ferroq.exceptions import InvalidArgument, InvalidName, QueueExists, QueueNotFound, ServerError
 from ferroq.protocol import keys
-from ferroq.pure._ops import (
-    _TOPIC_RE,
-    MAX_SECONDS,
-    Block,
-    Plan,
-    Settings,
-    _eval,
-    _iterable,
-    _pairs,
-    _seconds,
-    arrow_batch,
+from ferroq.pure._errors import map_error, reply_error
+from ferroq.pure._replies import arrow_batch, pairs
+from ferroq.pure._requests import Block, Plan
+from ferroq.pure._send import evalsha, scan_keys, script, send
+from ferroq.pure._settings import Settings
+from ferroq.pure._validation import (
+    TOPIC_RE,
+    as_list,
     check_batch,
     check_block,
     check_count,
@@ -40,23 +38,16 @@ from ferroq.pure._ops import (
     check_fields,
     check_flag,
     check_topic,
-    map_error,
-    reply_error,
-    scan_keys,
-    script,
-    send,
+    seconds_of,
 )
 from ferroq.types import GroupInfo, PendingEntry, StreamEntry, StreamInfo
 
 T = TypeVar('T')
 
-#: Most fields one stream entry may have (publish-2 unpacks them in one call).
-MAX_FIELDS = 1000
-MAX_DELIVERIES = 1_000_000
 #: What autoclaim records on the entries it dead-letters when the caller gives no error text.
 MAX_DELIVERIES_ERROR = 'max deliveries reached'
 
-_NAME_RE = re.compile(r'[!-~]{1,128}')
+_NAME_RE = re.compile(rf'[!-~]{{1,{MAX_GROUP_NAME}}}')
 _ID_RE = re.compile(r'(\d{1,20})(?:-(\d{1,20}))?')
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
@@ -97,16 +88,18 @@ def stream_ref(name: object) -> StreamRef:
 
 
 def check_name(name: object, what: str) -> str:
-    """A consumer group or consumer name: 1-128 printable ASCII characters, no spaces."""
+    """A consumer group or consumer name: 1-MAX_GROUP_NAME printable ASCII characters, no spaces."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise InvalidName(f'invalid {what} name {name!r}: use 1-128 printable ASCII characters without spaces')
+        raise InvalidName(
+            f'invalid {what} name {name!r}: use 1-{MAX_GROUP_NAME} printable ASCII characters without spaces'
+        )
     return name
 
 
 def default_consumer() -> str:
     """``<hostname>-<pid>``: unique per process, so two processes never share a consumer's pending entries."""
     host = ''.join(c if '!' <= c <= '~' else '_' for c in socket.gethostname())
-    return f'{host}-{os.getpid()}'[:128]
+    return f'{host}-{os.getpid()}'[:MAX_GROUP_NAME]
 
 
 def group_ref(
@@ -159,7 +152,7 @@ def check_position(value: object, what: str, specials: tuple[str, ...], exclusiv
 def check_entry_ids(stream: StreamRef, entries: object) -> list[str]:
     """StreamEntry objects of ``stream`` or ``<ms>-<seq>`` ids, mixed (ack, dead_letter)."""
     ids = []
-    for item in _iterable(entries, 'entries'):
+    for item in as_list(entries, 'entries'):
         if isinstance(item, StreamEntry):
             if item.stream != stream.name:
                 raise InvalidArgument(f'entry {item.id!r} was read from stream {item.stream!r}, not {stream.name!r}')
@@ -172,7 +165,7 @@ def check_entry_ids(stream: StreamRef, entries: object) -> list[str]:
 
 def check_idle(value: object) -> int:
     """min_idle in seconds (pending, autoclaim); returns milliseconds."""
-    seconds = _seconds(value)
+    seconds = seconds_of(value)
     if seconds is None or not 0 <= seconds <= MAX_SECONDS:
         raise InvalidArgument(f'min_idle must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {value!r}')
     return round(seconds * 1000)
@@ -182,7 +175,7 @@ def check_retention(maxlen: object, max_age: object, approximate: object, *, req
     """maxlen (keep about the newest n entries) or max_age (seconds, from the client's clock), never both."""
     if maxlen is not None and (isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0):
         raise InvalidArgument(f'maxlen must be None or an int >= 0, got {maxlen!r}')
-    seconds = _seconds(max_age)
+    seconds = seconds_of(max_age)
     if max_age is not None and (seconds is None or seconds <= 0):
         raise InvalidArgument(f'max_age must be None or a number of seconds > 0, got {max_age!r}')
     if maxlen is not None and max_age is not None:
@@ -207,7 +200,7 @@ def _map(reply: Any) -> dict[str, Any]:
         return reply
     if not isinstance(reply, list) or len(reply) % 2:
         raise TypeError
-    return _pairs(reply)
+    return pairs(reply)
 
 
 def _optional_int(value: Any) -> int | None:
@@ -218,7 +211,7 @@ def _entries(ctx: Settings, what: str, stream: StreamRef, reply: Any, deliveries
     """``[[id, [field, value, ...]], ...]`` (XRANGE, XREADGROUP); an entry deleted since (nil fields) is left out."""
     try:
         return [
-            StreamEntry(entry_id, stream.name, _pairs(fields), deliveries)
+            StreamEntry(entry_id, stream.name, pairs(fields), deliveries)
             for entry_id, fields in reply
             if isinstance(entry_id, str) and fields is not None
         ]
@@ -305,7 +298,7 @@ def _publish(ctx: Settings, stream: StreamRef, items: list[list[str]], retention
         args = [str(keys.STREAM_PUBLISH_TOKEN_MS), *retention]
         for flat in items[start : start + ctx.chunk_size]:
             args += flat
-        calls.append(_eval('streams/publish-2', script_keys, args))
+        calls.append(evalsha('streams/publish-2', script_keys, args))
     ids = [i for r in (yield from send(ctx, calls, retry_drop=True)) for i in publish_reply(ctx, r)[0]]
     if len(ids) != len(items):
         raise reply_error(ctx, 'streams/publish-2', ids)
@@ -316,7 +309,7 @@ def streams(ctx: Settings) -> Plan[list[str]]:
     """Client.streams: every STREAM key under the prefix whose name is a valid stream name, sorted."""
     found = yield from scan_keys(ctx, keys.stream_key('*'), 'stream')
     names = {key[len(keys.STREAM_PREFIX) :] for key in found}
-    return sorted(name for name in names if _TOPIC_RE.fullmatch(name))
+    return sorted(name for name in names if TOPIC_RE.fullmatch(name))
 
 
 def length(ctx: Settings, stream: StreamRef) -> Plan[int]:
@@ -348,7 +341,7 @@ def range_arrow(ctx: Settings, stream: StreamRef, start: object, end: object, co
         for entry_id, flat in reply:
             if flat is None:
                 continue
-            body = _pairs(flat)
+            body = pairs(flat)
             ids.append(entry_id.decode())
             for name, values in columns.items():
                 values.append(body.get(name.encode()))
@@ -466,7 +459,7 @@ def ack(ctx: Settings, group: GroupRef, entries: Iterable[StreamEntry | str]) ->
     ids = check_entry_ids(group.stream, entries)
     if not ids:
         return []
-    calls = [_eval('streams/ack-1', [group.stream.key], [group.name, *chunk]) for chunk in _chunks(ctx, ids)]
+    calls = [evalsha('streams/ack-1', [group.stream.key], [group.name, *chunk]) for chunk in _chunks(ctx, ids)]
     # Not resent after a dropped connection: the resend would report nothing acknowledged.
     return _id_lists(ctx, 'streams/ack-1', (yield from send(ctx, calls)))
 
@@ -496,7 +489,7 @@ def autoclaim(ctx: Settings, group: GroupRef, min_idle: float, count: int, error
     args = [s.name, group.name, group.consumer, str(idle_ms), str(most), str(group.max_deliveries or 0), text]
     reply = yield from _in_group(group, script(ctx, 'streams/autoclaim-2', [s.key, group.dead.key], args))
     try:
-        return [StreamEntry(str(i), s.name, _pairs(fields), int(n)) for i, fields, n in reply[0]]
+        return [StreamEntry(str(i), s.name, pairs(fields), int(n)) for i, fields, n in reply[0]]
     except (TypeError, ValueError, IndexError):
         raise reply_error(ctx, 'streams/autoclaim-2', reply) from None
 
@@ -508,7 +501,7 @@ def dead_letter(ctx: Settings, group: GroupRef, entries: Iterable[StreamEntry | 
         return []
     s = group.stream
     calls = [
-        _eval('streams/dead_letter-2', [s.key, group.dead.key], [s.name, group.name, text, *chunk])
+        evalsha('streams/dead_letter-2', [s.key, group.dead.key], [s.name, group.name, text, *chunk])
         for chunk in _chunks(ctx, ids)
     ]
     # Not resent after a dropped connection: the resend would report nothing moved.

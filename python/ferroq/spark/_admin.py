@@ -7,7 +7,7 @@ from typing import Any
 
 from ferroq.exceptions import InvalidArgument
 from ferroq.protocol import keys
-from ferroq.pure import _ops
+from ferroq.pure import _rfq
 from ferroq.spark import _conn
 from ferroq.spark._lock import LOCK_TTL_MS
 from ferroq.spark._options import parse
@@ -30,7 +30,7 @@ def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
     claim order (the order of its ledger entries): the script's fast path, with no work per message in Lua.
     The ids travel only as their message keys. A ledger written before batch claims (``<id> <delivery
     count>``) is committed by count, as :func:`ledger_messages` reads it."""
-    t = _ops.topic_keys(topic)
+    t = _rfq.topic_keys(topic)
     fixed = [t.nextlog, t.leases, t.deliveries, *t.claim_keys]
     committed = 0
 

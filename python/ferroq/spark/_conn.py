@@ -18,7 +18,7 @@ import redis
 import ferroq
 from ferroq.exceptions import FerroqError
 from ferroq.protocol import script_source
-from ferroq.pure import _ops
+from ferroq.pure import _errors, _settings
 from ferroq.spark._options import Connection
 
 __all__ = ['Raw', 'native', 'raw']
@@ -54,7 +54,7 @@ class Raw:
     """
 
     def __init__(self, conn: Connection) -> None:
-        self._ctx = _ops.settings(conn.url, client_name=None, **conn.client_kwargs())
+        self._ctx = _settings.settings(conn.url, client_name=None, **conn.client_kwargs())
         kwargs = {**self._ctx.pool_kwargs(), 'decode_responses': False}
         self.redis: Any = redis.Redis.from_url(self._ctx.url, **kwargs)
         self._scripts: dict[str, Any] = {}
@@ -68,11 +68,11 @@ class Raw:
         try:
             return call(self.redis)
         except redis.RedisError as exc:
-            raise _ops.map_error(exc, self._ctx) from None
+            raise _errors.map_error(exc, self._ctx) from None
 
     def reply_error(self, what: str, reply: object) -> FerroqError:
         """The error for a reply of ``what`` that does not have the protocol's shape."""
-        return _ops.reply_error(self._ctx, what, reply)
+        return _errors.reply_error(self._ctx, what, reply)
 
     def call(self, command: str, *args: Any, **kwargs: Any) -> Any:
         """One redis-py command method by name, e.g. ``call('lrange', key, 0, -1)``."""

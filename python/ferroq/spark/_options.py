@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
+from ferroq._limits import MAX_DEDUP_TTL, MAX_POOL_SIZE, MAX_RSMQ_SECONDS, MAX_SECONDS
 from ferroq.connection import resolve as resolve_connection
 from ferroq.exceptions import InvalidArgument
 from ferroq.server import redact_url
@@ -36,11 +37,6 @@ _WRITES: frozenset[str] = frozenset({'write', 'stream_write'})
 _READS: frozenset[str] = frozenset({'read', 'stream_read'})
 _ALL_MODES: frozenset[str] = _WRITES | _READS
 _ALL_KINDS: frozenset[str] = frozenset({'topic', 'rsmq', 'stream'})
-
-#: The longest a dedup marker may be kept: 30 days, in seconds.
-MAX_TTL = 30 * 86400.0
-#: The longest lease a claim may take (the clients' limit): 7 days, in seconds.
-MAX_LEASE = 7 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -207,7 +203,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
     id_column = _name(given, 'idColumn')
     if value_column is not None and value_column == id_column:
         raise InvalidArgument('options valueColumn and idColumn name the same column')
-    maxlen, max_age = _int(given, 'maxlen', 1, None), _seconds(given, 'maxAge', None, MAX_TTL * 12)
+    maxlen, max_age = _int(given, 'maxlen', 1, None), _seconds(given, 'maxAge', None, MAX_DEDUP_TTL * 12)
     if mode == 'read' and given.get('startingposition', '').strip().lower() == 'latest':
         raise InvalidArgument('option startingPosition of a batch read must be earliest, an entry id or a time')
     if maxlen is not None and max_age is not None:
@@ -218,10 +214,10 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         connection=connection,
         value_column=value_column,
         id_column=id_column,
-        dedup_ttl=_seconds(given, 'dedupTtl', 86400.0, MAX_TTL) or 86400.0,
+        dedup_ttl=_seconds(given, 'dedupTtl', 86400.0, MAX_DEDUP_TTL) or 86400.0,
         atomic=_bool(given, 'atomic', False),
         sink_id=_word(given, 'sinkId'),
-        delay=_seconds(given, 'delay', None, 9_999_999, zero=True),
+        delay=_seconds(given, 'delay', None, MAX_RSMQ_SECONDS, zero=True),
         maxlen=maxlen,
         max_age=max_age,
         approximate=_bool(given, 'approximate', True),
@@ -232,7 +228,7 @@ def parse(options: Mapping[str, str], mode: ParseMode) -> Plan:
         consumer=_word(given, 'consumer') or 'spark',
         max_records_per_trigger=_int(given, 'maxRecordsPerTrigger', 1, 100_000_000),
         fail_on_data_loss=_bool(given, 'failOnDataLoss', True),
-        claim_ttl=_seconds(given, 'claimTtl', 86400.0, MAX_LEASE) or 86400.0,
+        claim_ttl=_seconds(given, 'claimTtl', 86400.0, MAX_SECONDS) or 86400.0,
     )
     return plan
 
@@ -309,7 +305,7 @@ def _connection(given: Mapping[str, str]) -> Connection:
     connection = Connection(
         url=url,
         shown_url=shown,
-        pool_size=_int(given, 'pool_size', 1, 64) or 2,
+        pool_size=_int(given, 'pool_size', 1, MAX_POOL_SIZE) or 2,
         chunk_size=_int(given, 'chunk_size', 1, 100_000) or 1000,
         connect_timeout=_seconds(given, 'connect_timeout', 5.0, 3600) or 5.0,
         command_timeout=_seconds(given, 'command_timeout', 10.0, 3600) or 10.0,

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
+    from ferroq.typing import TopicProtocol
+
     #: The delivery counts of a page of entries: a constant, or a function of the page's ids.
     Deliveries = int | Callable[[pa.Array], pa.Array] | None
 
@@ -171,7 +173,7 @@ def topic_batches(
             yield batch
 
 
-def topic_batch(handle: Any, ids: list[str], schema: StructType, topic: str) -> pa.RecordBatch:
+def topic_batch(handle: TopicProtocol, ids: list[str], schema: StructType, topic: str) -> pa.RecordBatch:
     """The messages of ``ids`` that still exist (``Topic.fetch_arrow``) as a batch of ``schema``."""
     return typed_batch(handle.fetch_arrow(ids, field_names(schema)), schema, topic, _rfq_published)
 

@@ -33,7 +33,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ferroq.protocol import keys
-from ferroq.pure import _ops
+from ferroq.pure import _rfq, _validation
 from ferroq.spark import _conn, _lock
 from ferroq.spark._admin import commit_ledger, ledger_messages
 from ferroq.spark._options import Plan
@@ -142,18 +142,18 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Claims of a planner that died before writing this ledger: they come back under a new claim.
             entries = [f'{m.id} {m.claim}' for m in self._topic().resume(owner, lease=lease)][:rows]
             self._checked_orphans = True
-        topic = _ops.topic_keys(self.plan.target.name)
-        lease_ms = str(_ops.check_lease(lease))
+        topic = _rfq.topic_keys(self.plan.target.name)
+        lease_ms = str(_validation.check_lease(lease))
         # A claim per chunk_size messages (one atomic script each), which the commit hands back whole in one
         # call (commit_ledger). Measured per 100k messages: claims of 1000 cost the server less than claims
         # of 10,000, both to make and to commit.
         step = self.plan.connection.chunk_size
         while len(entries) < rows:
-            token = _ops.new_claim_token()
+            token = _rfq.new_claim_token()
             args = [min(step, rows - len(entries)), lease_ms, '', owner, token]
             reply = raw.script('claim-8n', topic.eight, args, protocol='rfq')
             try:
-                got = _ops.claim_reply(reply, 1)
+                got = _rfq.claim_reply(reply, 1)
             except ValueError:
                 raise raw.reply_error('rfq/claim-8n', reply) from None
             if not got:
