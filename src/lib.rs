@@ -40,48 +40,38 @@ fn new_message_id() -> String {
 
 /// The keys of an RSMQ queue: QUEUES set, queue ZSET, queue HASH, realtime channel (for parity tests).
 #[pyfunction]
-fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    use bindings::exceptions::IntoPy;
-    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
-    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+fn rsmq_keys(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let ns = bindings::convert::rsmq_ns(ns)?;
+    let qname = bindings::convert::rsmq_qname(qname)?;
     Ok(protocol::keys::RsmqKeys::new(&ns, &qname).all())
 }
 
 /// The keys of a stream (`[ferroq:stream:<name>]`), for parity tests. Raises InvalidName as `Client.stream` does.
 #[pyfunction]
-fn stream_keys(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    use bindings::exceptions::IntoPy;
-    let name = bindings::convert::stream_name(name).py_err(py)?;
+fn stream_keys(name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let name = bindings::convert::stream_name(name)?;
     Ok(protocol::keys::StreamKeys::new(&name).all())
 }
 
 /// The key recording what the publish call with `token` appended to stream `name`, for parity tests.
 #[pyfunction]
-fn stream_published_key(py: Python<'_>, name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let name = bindings::convert::stream_name(name).py_err(py)?;
+fn stream_published_key(name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let name = bindings::convert::stream_name(name)?;
     Ok(protocol::keys::stream_published(&name, token))
 }
 
 /// The record key of one publish chunk of topic `topic`, for parity tests.
 #[pyfunction]
-fn rfq_published_key(py: Python<'_>, topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let topic = bindings::convert::topic_name(topic).py_err(py)?;
+fn rfq_published_key(topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let topic = bindings::convert::topic_name(topic)?;
     Ok(protocol::keys::rfq_published(&topic, token))
 }
 
 /// The record key of one send chunk of RSMQ queue `qname`, for parity tests.
 #[pyfunction]
-fn rsmq_published_key(
-    py: Python<'_>,
-    ns: &Bound<'_, PyAny>,
-    qname: &Bound<'_, PyAny>,
-    token: &str,
-) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
-    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+fn rsmq_published_key(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let ns = bindings::convert::rsmq_ns(ns)?;
+    let qname = bindings::convert::rsmq_qname(qname)?;
     Ok(protocol::keys::rsmq_published(&ns, &qname, token))
 }
 

@@ -15,7 +15,6 @@ use redis::{Cmd, Value};
 
 use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
-use crate::bindings::exceptions::to_pyerr;
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::arrow::{Chunk, Layout, Rows, Target};
@@ -459,7 +458,7 @@ pub fn op(pool: Arc<Pool>, job: Job) -> Op {
         Ok(Box::new(move |py: Python<'_>| match end {
             None => Ok((rows, published).into_pyobject(py)?.into_any().unbind()),
             Some(err) => {
-                let e = to_pyerr(py, err);
+                let e = PyErr::from(err);
                 e.value(py).setattr("published", published)?;
                 Err(e)
             }

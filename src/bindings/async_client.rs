@@ -15,7 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 
 use crate::bindings::client::{new_core, Arg, Convert, Core, Op, TopicCore};
-use crate::bindings::exceptions::{self, IntoPy};
+use crate::bindings::exceptions;
 use crate::bindings::rsmq::{AsyncRsmqQueue, RsmqCore};
 use crate::bindings::runtime;
 use crate::bindings::stream::{AsyncStream, StreamCore};
@@ -58,7 +58,7 @@ fn deliver(py: Python<'_>, fut: &Bound<'_, PyAny>, result: Result<Convert>) -> P
     }
     let outcome = match result {
         Ok(convert) => convert(py),
-        Err(err) => Err(exceptions::to_pyerr(py, err)),
+        Err(err) => Err(PyErr::from(err)),
     };
     match outcome {
         Ok(value) => fut.call_method1("set_result", (value,))?,
@@ -304,8 +304,8 @@ impl AsyncClient {
         self.core.repr("AsyncClient")
     }
 
-    fn topic(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<AsyncTopic> {
-        let keys = self.core.topic(name).py_err(py)?;
+    fn topic(&self, name: &Bound<'_, PyAny>) -> PyResult<AsyncTopic> {
+        let keys = self.core.topic(name)?;
         Ok(AsyncTopic {
             inner: TopicCore {
                 core: self.core.clone(),
@@ -323,21 +323,15 @@ impl AsyncClient {
     }
 
     #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
-    fn rsmq(
-        &self,
-        py: Python<'_>,
-        qname: &Bound<'_, PyAny>,
-        ns: Arg<'_>,
-        realtime: Arg<'_>,
-    ) -> PyResult<AsyncRsmqQueue> {
+    fn rsmq(&self, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<AsyncRsmqQueue> {
         Ok(AsyncRsmqQueue {
-            inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+            inner: RsmqCore::new(&self.core, qname, &ns, &realtime)?,
         })
     }
 
-    fn stream(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<AsyncStream> {
+    fn stream(&self, name: &Bound<'_, PyAny>) -> PyResult<AsyncStream> {
         Ok(AsyncStream {
-            inner: StreamCore::new(&self.core, name).py_err(py)?,
+            inner: StreamCore::new(&self.core, name)?,
         })
     }
 

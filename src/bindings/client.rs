@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyIterator, PyString};
 
 use crate::bindings::arrow;
 use crate::bindings::convert::{self, repr};
-use crate::bindings::exceptions::{issue_warnings, to_pyerr, IntoPy};
+use crate::bindings::exceptions::issue_warnings;
 use crate::bindings::rsmq::{RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
 use crate::bindings::stream::{Stream, StreamCore};
@@ -64,12 +64,12 @@ pub fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py
 pub fn run_sync(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
     let result = runtime::wait(py, op);
     issue_warnings(py);
-    result?.py_err(py)?(py)
+    result??(py)
 }
 
 /// Sync runner of the method macros (`rsmq_methods!`, `stream_methods!`): waits with the GIL released.
 pub fn sync_call<'py>(py: Python<'py>, op: Result<Op>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(run_sync(py, op.py_err(py)?)?.into_bound(py))
+    Ok(run_sync(py, op?)?.into_bound(py))
 }
 
 /// Runs `check` (under the GIL, before any I/O), then prepares `run(pool, target, checked)` and
@@ -199,23 +199,19 @@ impl Core {
             };
             crate::config::validate(&raw)?;
             Ok(raw)
-        })()
-        .py_err(py)?;
+        })()?;
         let url: Option<String> = match url {
             None => None,
             Some(u) => match u.cast::<PyString>() {
                 Ok(s) => Some(s.to_cow()?.into_owned()),
                 Err(_) => {
-                    return Err(to_pyerr(
-                        py,
-                        Error::invalid(format!("url must be a str, got {}", convert::type_name(u))),
-                    ))
+                    return Err(Error::invalid(format!("url must be a str, got {}", convert::type_name(u))).into())
                 }
             },
         };
         let (url, endpoint) = resolve(py, url.as_deref(), connection)?;
-        let opts = Arc::new(Options::new(&url, &raw).py_err(py)?.with_endpoint(endpoint));
-        let pool = Arc::new(Pool::new(opts.clone()).py_err(py)?);
+        let opts = Arc::new(Options::new(&url, &raw)?.with_endpoint(endpoint));
+        let pool = Arc::new(Pool::new(opts.clone())?);
         Ok(Self {
             opts,
             pool: Mutex::new(Some((std::process::id(), pool))),
@@ -426,7 +422,7 @@ impl TopicCore {
                 None => to_py(py, published),
                 Some(StreamEnd::Raised(e)) => Err(e),
                 Some(StreamEnd::Failed(err)) => {
-                    let e = to_pyerr(py, err);
+                    let e = PyErr::from(err);
                     e.value(py).setattr("published", published)?;
                     Err(e)
                 }
@@ -727,8 +723,8 @@ impl Client {
         self.core.repr("Client")
     }
 
-    fn topic(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Topic> {
-        let keys = self.core.topic(name).py_err(py)?;
+    fn topic(&self, name: &Bound<'_, PyAny>) -> PyResult<Topic> {
+        let keys = self.core.topic(name)?;
         Ok(Topic {
             inner: TopicCore {
                 core: self.core.clone(),
@@ -738,29 +734,29 @@ impl Client {
     }
 
     fn topics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.topics_op().py_err(py)?)
+        run_sync(py, self.core.topics_op()?)
     }
 
     fn streams(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.streams_op().py_err(py)?)
+        run_sync(py, self.core.streams_op()?)
     }
 
     #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
-    fn rsmq(&self, py: Python<'_>, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<RsmqQueue> {
+    fn rsmq(&self, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<RsmqQueue> {
         Ok(RsmqQueue {
-            inner: RsmqCore::new(&self.core, qname, &ns, &realtime).py_err(py)?,
+            inner: RsmqCore::new(&self.core, qname, &ns, &realtime)?,
         })
     }
 
-    fn stream(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Stream> {
+    fn stream(&self, name: &Bound<'_, PyAny>) -> PyResult<Stream> {
         Ok(Stream {
-            inner: StreamCore::new(&self.core, name).py_err(py)?,
+            inner: StreamCore::new(&self.core, name)?,
         })
     }
 
     #[pyo3(signature = (ns=Arg::missing()), text_signature = "(self, /, ns='rsmq')")]
     fn rsmq_queues(&self, py: Python<'_>, ns: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, crate::bindings::rsmq::queues_op(&self.core, &ns).py_err(py)?)
+        run_sync(py, crate::bindings::rsmq::queues_op(&self.core, &ns)?)
     }
 
     #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, topics, count=1, block=None, lease=30.0, owner=None)")]
@@ -773,25 +769,25 @@ impl Client {
         lease: Arg<'_>,
         owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.claim_op(topics, &count, block, &lease, owner).py_err(py)?)
+        run_sync(py, self.core.claim_op(topics, &count, block, &lease, owner)?)
     }
 
     fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.commit_op(messages).py_err(py)?)
+        run_sync(py, self.core.commit_op(messages)?)
     }
 
     #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
     fn extend(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.extend_op(messages, &lease).py_err(py)?)
+        run_sync(py, self.core.extend_op(messages, &lease)?)
     }
 
     #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
     fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, delay: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.release_op(messages, &delay).py_err(py)?)
+        run_sync(py, self.core.release_op(messages, &delay)?)
     }
 
     fn ping(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.core.ping_op().py_err(py)?)
+        run_sync(py, self.core.ping_op()?)
     }
 
     fn close(&self) {
@@ -865,16 +861,16 @@ impl Topic {
 
     #[pyo3(signature = (fields, front=Arg::missing()), text_signature = "(self, /, fields, front=False)")]
     fn publish(&self, py: Python<'_>, fields: &Bound<'_, PyAny>, front: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.publish_op(fields, &front).py_err(py)?)
+        run_sync(py, self.inner.publish_op(fields, &front)?)
     }
 
     #[pyo3(signature = (messages, front=Arg::missing()), text_signature = "(self, /, messages, front=False)")]
     fn publish_batch(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, front: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.publish_batch_op(messages, &front).py_err(py)?)
+        run_sync(py, self.inner.publish_batch_op(messages, &front)?)
     }
 
     fn publish_stream(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.publish_stream_op(messages).py_err(py)?)
+        run_sync(py, self.inner.publish_stream_op(messages)?)
     }
 
     #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), id_column=None, value_column=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, id_column=None, value_column=None)")]
@@ -889,8 +885,7 @@ impl Topic {
     ) -> PyResult<Py<PyAny>> {
         let op = self
             .inner
-            .publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column)
-            .py_err(py)?;
+            .publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column)?;
         run_sync(py, op)
     }
 
@@ -903,21 +898,21 @@ impl Topic {
         lease: Arg<'_>,
         owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.claim_op(&count, block, &lease, owner).py_err(py)?)
+        run_sync(py, self.inner.claim_op(&count, block, &lease, owner)?)
     }
 
     fn commit(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.commit_op(messages).py_err(py)?)
+        run_sync(py, self.inner.commit_op(messages)?)
     }
 
     #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
     fn extend(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.extend_op(messages, &lease).py_err(py)?)
+        run_sync(py, self.inner.extend_op(messages, &lease)?)
     }
 
     #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
     fn release(&self, py: Python<'_>, messages: &Bound<'_, PyAny>, delay: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.release_op(messages, &delay).py_err(py)?)
+        run_sync(py, self.inner.release_op(messages, &delay)?)
     }
 
     #[pyo3(signature = (messages, error=None, to=None), text_signature = "(self, /, messages, error='', to=None)")]
@@ -928,39 +923,39 @@ impl Topic {
         error: Option<&Bound<'_, PyAny>>,
         to: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.dead_letter_op(messages, error, to).py_err(py)?)
+        run_sync(py, self.inner.dead_letter_op(messages, error, to)?)
     }
 
     #[pyo3(signature = (owner, lease=Arg::missing()), text_signature = "(self, /, owner, lease=30.0)")]
     fn resume(&self, py: Python<'_>, owner: &Bound<'_, PyAny>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.resume_op(owner, &lease).py_err(py)?)
+        run_sync(py, self.inner.resume_op(owner, &lease)?)
     }
 
     #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
     fn harvest(&self, py: Python<'_>, all: Arg<'_>, lease: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.harvest_op(&all, &lease).py_err(py)?)
+        run_sync(py, self.inner.harvest_op(&all, &lease)?)
     }
 
     fn peek(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.peek_op(id).py_err(py)?)
+        run_sync(py, self.inner.peek_op(id)?)
     }
 
     fn fetch_arrow(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         crate::bindings::arrow_read::need_pyarrow(py)?;
-        run_sync(py, self.inner.fetch_arrow_op(ids, fields).py_err(py)?)
+        run_sync(py, self.inner.fetch_arrow_op(ids, fields)?)
     }
 
     #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]
     fn inspect(&self, py: Python<'_>, queue: Arg<'_>, start: Arg<'_>, count: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.inspect_op(&queue, &start, &count).py_err(py)?)
+        run_sync(py, self.inner.inspect_op(&queue, &start, &count)?)
     }
 
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.stats_op().py_err(py)?)
+        run_sync(py, self.inner.stats_op()?)
     }
 
     #[pyo3(signature = (queue=Arg::missing()), text_signature = "(self, /, queue='backlog')")]
     fn purge(&self, py: Python<'_>, queue: Arg<'_>) -> PyResult<Py<PyAny>> {
-        run_sync(py, self.inner.purge_op(&queue).py_err(py)?)
+        run_sync(py, self.inner.purge_op(&queue)?)
     }
 }

@@ -417,18 +417,16 @@ macro_rules! stream_methods {
             #[pyo3(signature = (name, consumer=None, *, max_deliveries=None, dead_letter=None))]
             fn group(
                 &self,
-                py: Python<'_>,
                 name: &Bound<'_, PyAny>,
                 consumer: Option<&Bound<'_, PyAny>>,
                 max_deliveries: Option<&Bound<'_, PyAny>>,
                 dead_letter: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<$group> {
-                use crate::bindings::exceptions::IntoPy;
                 Ok($group {
                     inner: self
                         .inner
                         .group(name, consumer, max_deliveries, dead_letter)
-                        .py_err(py)?,
+                        ?,
                 })
             }
 
