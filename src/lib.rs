@@ -6,8 +6,10 @@
 
 pub mod config;
 pub mod errors;
+pub mod limits;
 pub mod pool;
 pub mod protocol;
+pub mod pyrepr;
 pub mod scripts;
 pub mod server_version;
 
@@ -81,9 +83,22 @@ fn dedup_token(dedup_key: &str, chunk: usize) -> String {
     protocol::keys::dedup_token(dedup_key, chunk)
 }
 
+/// `LIMITS`: every limit of [`limits`], by name, as a read-only mapping (`types.MappingProxyType`).
+fn limits_mapping(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let all = PyDict::new(py);
+    for (name, value) in limits::ALL {
+        match *value {
+            limits::Limit::Int(n) => all.set_item(name, n)?,
+            limits::Limit::Float(x) => all.set_item(name, x)?,
+        }
+    }
+    py.import("types")?.getattr("MappingProxyType")?.call1((all,))
+}
+
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("LIMITS", limits_mapping(m.py())?)?;
     pool::set_warning_sink(bindings::exceptions::warn);
     bindings::runtime::register_exit_hook(m)?;
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;

@@ -16,6 +16,7 @@ use redis::{Cmd, Value};
 use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
 use crate::errors::{Error, Result};
+use crate::limits::{MAX_DEDUP_KEY, MAX_DEDUP_TTL};
 use crate::pool::Pool;
 use crate::protocol::arrow::{Chunk, Layout, Rows, Target};
 use crate::protocol::common::{eval_one, int};
@@ -28,10 +29,6 @@ use crate::scripts::{self, Id};
 
 pub type Batches = Box<dyn Iterator<Item = std::result::Result<RecordBatch, ArrowError>> + Send>;
 
-/// Longest dedup key, in characters.
-pub const MAX_DEDUP_KEY: usize = 200;
-/// Longest dedup_ttl: 30 days, in seconds.
-pub const MAX_DEDUP_TTL: f64 = 2_592_000.0;
 const DEFAULT_DEDUP_TTL_MS: u64 = 86_400_000;
 
 // ---- arguments -----------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ use crate::bindings::convert::{self, repr};
 use crate::bindings::stream::StreamCore;
 use crate::errors::{Error, Result};
 use crate::protocol::arrow_read::{self, DELIVERIES_COLUMN, ID_COLUMN};
-use crate::protocol::validate::{py_repr, IdUse};
+use crate::protocol::validate::IdUse;
+use crate::pyrepr::py_repr;
 
 /// The ids of `fetch_arrow`: an iterable (not a single str) of message ids; the first bad one raises.
 pub fn message_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<String>> {

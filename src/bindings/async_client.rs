@@ -414,7 +414,7 @@ impl AsyncTopic {
     fn __repr__(&self) -> String {
         format!(
             "AsyncTopic({}, client={})",
-            crate::protocol::validate::py_repr(&self.inner.keys.name),
+            crate::pyrepr::py_repr(&self.inner.keys.name),
             self.inner.core.repr("AsyncClient")
         )
     }

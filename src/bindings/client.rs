@@ -19,8 +19,9 @@ use crate::bindings::stream::{Stream, StreamCore};
 use crate::config::{Endpoint, Options, RawOptions};
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
-use crate::protocol::keys::{Queue, TopicKeys};
-use crate::protocol::rfq::{self, Fields};
+use crate::protocol::common::Fields;
+use crate::protocol::keys::{TopicKeys, TopicList};
+use crate::protocol::rfq;
 use crate::protocol::streams;
 
 /// An optional argument that tells "not given" from an explicit None (which is refused for most).
@@ -172,11 +173,11 @@ impl Core {
     ) -> PyResult<Self> {
         // Every option is checked before the URL is resolved (which may start a server).
         let raw = (|| -> Result<RawOptions> {
-            let pool_size = convert::int_option(pool_size, "pool_size", Some(64))?;
+            let pool_size = convert::int_option(pool_size, "pool_size", Some(crate::limits::MAX_POOL_SIZE))?;
             let connect_timeout = convert::timeout(connect_timeout, "connect_timeout")?;
             let command_timeout = convert::timeout(command_timeout, "command_timeout")?;
             let max_message_bytes = convert::int_option(max_message_bytes, "max_message_bytes", None)?;
-            let chunk_size = convert::int_option(chunk_size, "chunk_size", Some(10_000))?;
+            let chunk_size = convert::int_option(chunk_size, "chunk_size", Some(crate::limits::MAX_CHUNK_SIZE))?;
             let client_name = match client_name {
                 None => None,
                 Some(n) => match n.cast::<PyString>() {
@@ -254,10 +255,7 @@ impl Core {
     }
 
     pub fn repr(&self, class: &str) -> String {
-        format!(
-            "{class}(url={})",
-            crate::protocol::validate::py_repr(&self.opts.redacted)
-        )
+        format!("{class}(url={})", crate::pyrepr::py_repr(&self.opts.redacted))
     }
 
     pub fn topic(&self, name: &Bound<'_, PyAny>) -> Result<Arc<TopicKeys>> {
@@ -535,7 +533,7 @@ impl TopicCore {
     pub fn inspect_op(&self, queue: &Arg<'_>, start: &Arg<'_>, count: &Arg<'_>) -> Result<Op> {
         let (pool, (queue, start, count), keys) = self.pool_after(|| {
             let queue = match &queue.0 {
-                None => Queue::Backlog,
+                None => TopicList::Backlog,
                 Some(q) => convert::queue(q)?,
             };
             let start = match &start.0 {
@@ -564,7 +562,7 @@ impl TopicCore {
 
     pub fn purge_op(&self, queue: &Arg<'_>) -> Result<Op> {
         let (pool, queue, keys) = self.pool_after(|| match &queue.0 {
-            None => Ok(Queue::Backlog),
+            None => Ok(TopicList::Backlog),
             Some(q) => convert::queue(q),
         })?;
         Ok(op(async move { rfq::purge(&pool, &keys, queue).await }, to_py))
@@ -854,7 +852,7 @@ impl Topic {
     fn __repr__(&self) -> String {
         format!(
             "Topic({}, client={})",
-            crate::protocol::validate::py_repr(&self.inner.keys.name),
+            crate::pyrepr::py_repr(&self.inner.keys.name),
             self.inner.core.repr("Client")
         )
     }

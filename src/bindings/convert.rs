@@ -10,11 +10,13 @@ use pyo3::types::{
 };
 
 use crate::errors::{Error, ErrorKind, Result};
-use crate::protocol::keys::{Queue, TopicKeys};
-use crate::protocol::rfq::{self, Fields, Held};
+use crate::protocol::common::Fields;
+use crate::protocol::keys::{TopicKeys, TopicList};
+use crate::protocol::rfq::{self, Held};
 use crate::protocol::rsmq;
 use crate::protocol::streams;
 use crate::protocol::validate;
+use crate::pyrepr::py_repr;
 
 static MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INSPECT_ENTRY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -109,7 +111,7 @@ pub fn owner(obj: Option<&Bound<'_, PyAny>>) -> Result<String> {
                 .ok_or_else(|| {
                     Error::invalid(format!(
                         "owner must be a non-empty str of at most {} characters without whitespace, got {}",
-                        validate::MAX_ID_CHARS,
+                        crate::limits::MAX_ID_LENGTH,
                         repr(o)
                     ))
                 })?;
@@ -143,7 +145,7 @@ pub fn start(obj: &Bound<'_, PyAny>) -> Result<usize> {
     validate::start(int_value(obj), &repr(obj))
 }
 
-pub fn queue(obj: &Bound<'_, PyAny>) -> Result<Queue> {
+pub fn queue(obj: &Bound<'_, PyAny>) -> Result<TopicList> {
     match obj.cast::<PyString>() {
         Ok(s) => validate::queue(&s.to_string_lossy()),
         Err(_) => Err(Error::invalid(format!(
@@ -256,11 +258,7 @@ fn fields_within(obj: &Bound<'_, PyAny>, max_bytes: usize, max_fields: Option<us
             None => {
                 return Err(Error::new(
                     ErrorKind::InvalidMessage,
-                    format!(
-                        "message field {} must be a str, got {}",
-                        validate::py_repr(&key),
-                        type_name(v)
-                    ),
+                    format!("message field {} must be a str, got {}", py_repr(&key), type_name(v)),
                 ))
             }
         };
@@ -365,7 +363,7 @@ pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {
     let invalid = || {
         Error::invalid(format!(
             "a message id must be a non-empty str of at most {} characters without whitespace, got {}",
-            validate::MAX_ID_CHARS,
+            crate::limits::MAX_ID_LENGTH,
             repr(obj)
         ))
     };
@@ -426,9 +424,9 @@ pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<V
                 if !same {
                     return Err(Error::invalid(format!(
                         "message {} was claimed from topic {}, not {}",
-                        validate::py_repr(&id),
+                        py_repr(&id),
                         repr(&msg_topic),
-                        validate::py_repr(&topic.name)
+                        py_repr(&topic.name)
                     )));
                 }
                 Ok(Held {
@@ -681,7 +679,7 @@ pub fn consumer_name(obj: &Bound<'_, PyAny>) -> Result<String> {
 
 /// One stream message: an rfq message of at most 1000 fields.
 pub fn stream_fields(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Fields> {
-    fields_within(obj, max_bytes, Some(validate::MAX_STREAM_FIELDS))
+    fields_within(obj, max_bytes, Some(crate::limits::MAX_FIELDS))
 }
 
 /// Every message of a stream batch.
@@ -784,7 +782,7 @@ pub fn stream_entry_ids(obj: &Bound<'_, PyAny>, stream: &str) -> Result<Vec<Stri
                         "entry {} was read from stream {}, not {}",
                         repr(&id),
                         repr(&from),
-                        validate::py_repr(stream)
+                        py_repr(stream)
                     )));
                 }
                 id

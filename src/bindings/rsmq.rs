@@ -11,7 +11,8 @@ use crate::bindings::client::{op, prepare, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
 use crate::errors::{Error, Result};
 use crate::protocol::rsmq::{self, Queue, Settings};
-use crate::protocol::validate::{self, py_repr};
+use crate::protocol::validate;
+use crate::pyrepr::py_repr;
 
 const DEFAULT_VT: i64 = 30;
 const DEFAULT_DELAY: i64 = 0;

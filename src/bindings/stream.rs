@@ -11,10 +11,11 @@ use crate::bindings::async_client::run_async;
 use crate::bindings::client::{prepare, prepare_plain, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::convert;
 use crate::errors::{Error, Result};
+use crate::protocol::common::Fields;
 use crate::protocol::keys::StreamKeys;
-use crate::protocol::rfq::Fields;
 use crate::protocol::streams::{self, Group, Limit, Retention};
-use crate::protocol::validate::{self, py_repr, IdUse};
+use crate::protocol::validate::{self, IdUse};
+use crate::pyrepr::py_repr;
 
 const DEFAULT_RANGE_COUNT: usize = 100;
 const DEFAULT_READ_COUNT: usize = 1;

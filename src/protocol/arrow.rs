@@ -19,7 +19,9 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Schema, TimeUnit};
 
 use crate::errors::{Error, ErrorKind, Result};
-use crate::protocol::validate::{self, py_repr, MAX_STREAM_FIELDS};
+use crate::limits::MAX_FIELDS;
+use crate::protocol::validate;
+use crate::pyrepr::py_repr;
 
 // ---- numbers --------------------------------------------------------------------------------------
 
@@ -673,9 +675,9 @@ impl Layout {
                 out
             }
         };
-        if target == Target::Stream && fields.len() > MAX_STREAM_FIELDS {
+        if target == Target::Stream && fields.len() > MAX_FIELDS {
             return Err(Error::invalid(format!(
-                "a stream message may have at most {MAX_STREAM_FIELDS} fields, the data has {} columns",
+                "a stream message may have at most {MAX_FIELDS} fields, the data has {} columns",
                 fields.len()
             )));
         }

@@ -14,7 +14,8 @@ use crate::pool::Pool;
 use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pipelines, string, take};
 use crate::protocol::ids;
 use crate::protocol::keys::{RsmqKeys, STREAM_PUBLISH_TOKEN_MS};
-use crate::protocol::validate::{self, py_repr, utf16_len};
+use crate::protocol::validate::{self, utf16_len};
+use crate::pyrepr::py_repr;
 use crate::scripts::{self, Id};
 
 /// Times the receive script may name a dead-letter queue other than the one sent before giving up.

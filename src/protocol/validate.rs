@@ -1,53 +1,16 @@
 //! Input validation shared by every operation (no I/O). Messages match the pure-Python client.
 
-use crate::config::{py_float, MAX_SECONDS};
 use crate::errors::{Error, ErrorKind, Result};
-use crate::protocol::keys::Queue;
-
-pub const MAX_COUNT: i64 = 10_000;
-pub const MAX_ID_CHARS: usize = 128;
-pub const MIN_LEASE: f64 = 0.001;
-
-/// A str as Python's `repr` shows it (quotes and escapes), for error messages.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => {
-                let n = c as u32;
-                if n <= 0xff {
-                    out.push_str(&format!("\\x{n:02x}"));
-                } else if n <= 0xffff {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
+use crate::limits::{
+    MAX_COUNT, MAX_DELIVERIES, MAX_GROUP_NAME_LENGTH, MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_RSMQ_MAXSIZE,
+    MAX_RSMQ_NS_LENGTH, MAX_RSMQ_QNAME_LENGTH, MAX_RSMQ_SECONDS, MAX_SECONDS, MIN_LEASE, MIN_RSMQ_MAXSIZE,
+};
+use crate::protocol::keys::TopicList;
+use crate::pyrepr::py_repr;
 
 /// `^[A-Za-z0-9_.-]{1,128}$`
 pub fn is_topic_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
+    (1..=MAX_NAME_LENGTH).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
@@ -102,7 +65,7 @@ pub fn block(value: Option<Option<f64>>, repr: &str) -> Result<Option<f64>> {
 
 /// Non-empty, at most 128 characters, no whitespace: the rule for message ids and worker names.
 fn is_word(s: &str) -> bool {
-    !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !s.chars().any(char::is_whitespace)
+    !s.is_empty() && s.chars().count() <= MAX_ID_LENGTH && !s.chars().any(char::is_whitespace)
 }
 
 /// A message id: a non-empty str of at most 128 characters without whitespace.
@@ -111,7 +74,7 @@ pub fn message_id(id: &str) -> Result<()> {
         return Ok(());
     }
     Err(Error::invalid(format!(
-        "a message id must be a non-empty str of at most {MAX_ID_CHARS} characters without whitespace, got {}",
+        "a message id must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, got {}",
         py_repr(id)
     )))
 }
@@ -122,7 +85,7 @@ pub fn owner(name: &str) -> Result<()> {
         return Ok(());
     }
     Err(Error::invalid(format!(
-        "owner must be a non-empty str of at most {MAX_ID_CHARS} characters without whitespace, got {}",
+        "owner must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, got {}",
         py_repr(name)
     )))
 }
@@ -158,10 +121,10 @@ pub fn dead_topic(topic: &str, to: Option<&str>) -> Result<String> {
     dead_of("topic", topic, to)
 }
 
-pub fn queue(name: &str) -> Result<Queue> {
+pub fn queue(name: &str) -> Result<TopicList> {
     match name {
-        "backlog" => Ok(Queue::Backlog),
-        "nextlog" => Ok(Queue::Nextlog),
+        "backlog" => Ok(TopicList::Backlog),
+        "nextlog" => Ok(TopicList::Nextlog),
         _ => Err(Error::invalid(format!(
             "queue must be 'backlog' or 'nextlog', got {}",
             py_repr(name)
@@ -206,22 +169,11 @@ pub fn batch_error(errors: Vec<(usize, Error)>, total: usize) -> Error {
     Error::new(ErrorKind::Batch(errors), message)
 }
 
-/// Python's repr of a float (for messages built from numbers).
-pub fn float_repr(v: f64) -> String {
-    py_float(v)
-}
-
 // ---- RSMQ (Node RSMQ's rules, `_VALID` / `_validate`, plus ferroq's dead-letter settings) --------
-
-pub const RSMQ_MAX_QNAME: usize = 160;
-pub const RSMQ_MAX_NS: usize = 64;
-pub const RSMQ_MAX_SECONDS: i64 = 9_999_999;
-pub const RSMQ_MIN_MAXSIZE: i64 = 1024;
-pub const RSMQ_MAX_MAXSIZE: i64 = 65_536;
 
 /// `^[A-Za-z0-9_-]{1,160}$`
 pub fn is_rsmq_qname(name: &str) -> bool {
-    (1..=RSMQ_MAX_QNAME).contains(&name.len())
+    (1..=MAX_RSMQ_QNAME_LENGTH).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
@@ -231,7 +183,7 @@ pub fn is_rsmq_qname(name: &str) -> bool {
 pub fn rsmq_qname_error(repr: &str) -> Error {
     Error::new(
         ErrorKind::InvalidName,
-        format!("invalid RSMQ queue name {repr}: use 1-{RSMQ_MAX_QNAME} characters from A-Z a-z 0-9 _ -"),
+        format!("invalid RSMQ queue name {repr}: use 1-{MAX_RSMQ_QNAME_LENGTH} characters from A-Z a-z 0-9 _ -"),
     )
 }
 
@@ -244,7 +196,7 @@ pub fn rsmq_qname(name: &str) -> Result<()> {
 
 /// `^[A-Za-z0-9_.:-]{1,64}$`
 pub fn is_rsmq_ns(ns: &str) -> bool {
-    (1..=RSMQ_MAX_NS).contains(&ns.len())
+    (1..=MAX_RSMQ_NS_LENGTH).contains(&ns.len())
         && ns
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
@@ -253,7 +205,7 @@ pub fn is_rsmq_ns(ns: &str) -> bool {
 pub fn rsmq_ns_error(repr: &str) -> Error {
     Error::new(
         ErrorKind::InvalidName,
-        format!("invalid RSMQ namespace {repr}: use 1-{RSMQ_MAX_NS} characters from A-Z a-z 0-9 _ . : -"),
+        format!("invalid RSMQ namespace {repr}: use 1-{MAX_RSMQ_NS_LENGTH} characters from A-Z a-z 0-9 _ . : -"),
     )
 }
 
@@ -286,9 +238,9 @@ pub fn rsmq_id(id: &str) -> Result<()> {
 /// an int, or a bool).
 pub fn rsmq_stored_seconds(name: &str, value: Option<i64>, repr: &str) -> Result<i64> {
     match value {
-        Some(n) if (0..=RSMQ_MAX_SECONDS).contains(&n) => Ok(n),
+        Some(n) if (0..=MAX_RSMQ_SECONDS).contains(&n) => Ok(n),
         _ => Err(Error::invalid(format!(
-            "{name} must be an int from 0 to {RSMQ_MAX_SECONDS} (seconds), got {repr}"
+            "{name} must be an int from 0 to {MAX_RSMQ_SECONDS} (seconds), got {repr}"
         ))),
     }
 }
@@ -297,9 +249,9 @@ pub fn rsmq_stored_seconds(name: &str, value: Option<i64>, repr: &str) -> Result
 /// allowed, sent to the scripts as `round(seconds * 1000)` ms (`value` None: not a finite int or float).
 pub fn rsmq_call_ms(name: &str, value: Option<f64>, repr: &str) -> Result<u64> {
     match value {
-        Some(s) if (0.0..=RSMQ_MAX_SECONDS as f64).contains(&s) => Ok((s * 1000.0).round_ties_even() as u64),
+        Some(s) if (0.0..=MAX_RSMQ_SECONDS as f64).contains(&s) => Ok((s * 1000.0).round_ties_even() as u64),
         _ => Err(Error::invalid(format!(
-            "{name} must be a number of seconds from 0 to {RSMQ_MAX_SECONDS}, got {repr}"
+            "{name} must be a number of seconds from 0 to {MAX_RSMQ_SECONDS}, got {repr}"
         ))),
     }
 }
@@ -307,9 +259,9 @@ pub fn rsmq_call_ms(name: &str, value: Option<f64>, repr: &str) -> Result<u64> {
 /// `maxsize`: 1024 to 65536, or -1 for unlimited.
 pub fn rsmq_maxsize(value: Option<i64>, repr: &str) -> Result<i64> {
     match value {
-        Some(n) if n == -1 || (RSMQ_MIN_MAXSIZE..=RSMQ_MAX_MAXSIZE).contains(&n) => Ok(n),
+        Some(n) if n == -1 || (MIN_RSMQ_MAXSIZE..=MAX_RSMQ_MAXSIZE).contains(&n) => Ok(n),
         _ => Err(Error::invalid(format!(
-            "maxsize must be an int from {RSMQ_MIN_MAXSIZE} to {RSMQ_MAX_MAXSIZE}, or -1 for unlimited, got {repr}"
+            "maxsize must be an int from {MIN_RSMQ_MAXSIZE} to {MAX_RSMQ_MAXSIZE}, or -1 for unlimited, got {repr}"
         ))),
     }
 }
@@ -381,12 +333,6 @@ pub fn rsmq_too_long(units: usize, maxsize: &str) -> Error {
 
 // ---- Streams topics ------------------------------------------------------------------------------
 
-/// Most fields in one stream message.
-pub const MAX_STREAM_FIELDS: usize = 1000;
-/// Most characters of a group or consumer name.
-pub const MAX_GROUP_CHARS: usize = 128;
-/// Highest `max_deliveries` of a consumer group.
-pub const MAX_DELIVERIES: i64 = 1_000_000;
 /// Most digits of each part of a stream id.
 const MAX_ID_PART_DIGITS: usize = 20;
 
@@ -404,20 +350,22 @@ pub fn stream_name(name: &str) -> Result<()> {
 
 /// A group or consumer name: 1-128 printable ASCII characters (0x21..0x7e), so no spaces.
 pub fn is_group_name(name: &str) -> bool {
-    (1..=MAX_GROUP_CHARS).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b))
+    (1..=MAX_GROUP_NAME_LENGTH).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 pub fn group_name_error(repr: &str) -> Error {
     Error::new(
         ErrorKind::InvalidName,
-        format!("invalid group name {repr}: use 1-{MAX_GROUP_CHARS} printable ASCII characters without spaces"),
+        format!("invalid group name {repr}: use 1-{MAX_GROUP_NAME_LENGTH} printable ASCII characters without spaces"),
     )
 }
 
 pub fn consumer_name_error(repr: &str) -> Error {
     Error::new(
         ErrorKind::InvalidName,
-        format!("invalid consumer name {repr}: use 1-{MAX_GROUP_CHARS} printable ASCII characters without spaces"),
+        format!(
+            "invalid consumer name {repr}: use 1-{MAX_GROUP_NAME_LENGTH} printable ASCII characters without spaces"
+        ),
     )
 }
 
@@ -552,15 +500,6 @@ mod tests {
     }
 
     #[test]
-    fn reprs_like_python() {
-        assert_eq!(py_repr("abc"), "'abc'");
-        assert_eq!(py_repr("it's"), "\"it's\"");
-        assert_eq!(py_repr("a\nb"), "'a\\nb'");
-        assert_eq!(py_repr("'\""), "'\\'\"'");
-        assert_eq!(py_repr("\u{1}"), "'\\x01'");
-    }
-
-    #[test]
     fn counts_leases_blocks() {
         assert_eq!(count(Some(1), "1").unwrap(), 1);
         assert_eq!(count(Some(10_000), "10000").unwrap(), 10_000);
@@ -603,7 +542,7 @@ mod tests {
             dead_topic(&"x".repeat(124), None).unwrap_err().kind,
             ErrorKind::InvalidName
         );
-        assert_eq!(queue("backlog").unwrap(), Queue::Backlog);
+        assert_eq!(queue("backlog").unwrap(), TopicList::Backlog);
         assert!(queue("other").is_err());
         assert!(start(Some(0), "0").is_ok());
         assert!(start(Some(-1), "-1").is_err());
