@@ -43,37 +43,37 @@ fn new_message_id() -> String {
 /// The keys of an RSMQ queue: QUEUES set, queue ZSET, queue HASH, realtime channel (for parity tests).
 #[pyfunction]
 fn rsmq_keys(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    let ns = bindings::convert::rsmq_ns(ns)?;
-    let qname = bindings::convert::rsmq_qname(qname)?;
+    let ns = bindings::convert::rsmq::ns(ns)?;
+    let qname = bindings::convert::rsmq::qname(qname)?;
     Ok(protocol::keys::RsmqKeys::new(&ns, &qname).all())
 }
 
 /// The keys of a stream (`[ferroq:stream:<name>]`), for parity tests. Raises InvalidName as `Client.stream` does.
 #[pyfunction]
 fn stream_keys(name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    let name = bindings::convert::stream_name(name)?;
+    let name = bindings::convert::streams::stream_name(name)?;
     Ok(protocol::keys::StreamKeys::new(&name).all())
 }
 
 /// The key recording what the publish call with `token` appended to stream `name`, for parity tests.
 #[pyfunction]
 fn stream_published_key(name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    let name = bindings::convert::stream_name(name)?;
+    let name = bindings::convert::streams::stream_name(name)?;
     Ok(protocol::keys::stream_published(&name, token))
 }
 
 /// The record key of one publish chunk of topic `topic`, for parity tests.
 #[pyfunction]
 fn rfq_published_key(topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    let topic = bindings::convert::topic_name(topic)?;
+    let topic = bindings::convert::rfq::topic_name(topic)?;
     Ok(protocol::keys::rfq_published(&topic, token))
 }
 
 /// The record key of one send chunk of RSMQ queue `qname`, for parity tests.
 #[pyfunction]
 fn rsmq_published_key(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    let ns = bindings::convert::rsmq_ns(ns)?;
-    let qname = bindings::convert::rsmq_qname(qname)?;
+    let ns = bindings::convert::rsmq::ns(ns)?;
+    let qname = bindings::convert::rsmq::qname(qname)?;
     Ok(protocol::keys::rsmq_published(&ns, &qname, token))
 }
 
@@ -111,9 +111,9 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rsmq_published_key, m)?)?;
     m.add_function(wrap_pyfunction!(dedup_token, m)?)?;
     m.add_class::<bindings::client::Client>()?;
-    m.add_class::<bindings::client::Topic>()?;
-    m.add_class::<bindings::async_client::AsyncClient>()?;
-    m.add_class::<bindings::async_client::AsyncTopic>()?;
+    m.add_class::<bindings::topic::Topic>()?;
+    m.add_class::<bindings::client::AsyncClient>()?;
+    m.add_class::<bindings::topic::AsyncTopic>()?;
     m.add_class::<bindings::rsmq::RsmqQueue>()?;
     m.add_class::<bindings::rsmq::AsyncRsmqQueue>()?;
     m.add_class::<bindings::stream::Stream>()?;

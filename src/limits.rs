@@ -69,6 +69,10 @@ limits! {
     MAX_ERROR_CHARS: usize = 4096 => Int;
 }
 
+/// The oldest supported server (`redis_version` of `INFO server`; Valkey reports 7.2.4): Redis 6.2 brought
+/// BLMOVE and XAUTOCLAIM, which the scripts use. Checked by `server_version`; not in [`ALL`] (not a number).
+pub const MINIMUM_SERVER: (u32, u32, u32) = (6, 2, 0);
+
 #[cfg(test)]
 mod tests {
     use super::*;

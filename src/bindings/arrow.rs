@@ -13,8 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyFloat, PyInt, PyString, PyTuple};
 use redis::{Cmd, Value};
 
-use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
+use crate::bindings::core::{Arg, Convert, Core, Op};
 use crate::errors::{Error, Result};
 use crate::limits::{MAX_DEDUP_KEY, MAX_DEDUP_TTL};
 use crate::pool::Pool;
@@ -431,7 +431,7 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
                     .enumerate()
                     .find(|(_, m)| *limit != -1 && m.utf16 as i64 > *limit)
                 {
-                    let e = validate::rsmq_too_long(m.utf16, text);
+                    let e = validate::rsmq::too_long(m.utf16, text);
                     let row = chunk.index * n + i;
                     return (
                         read,

@@ -830,7 +830,7 @@ impl<I: Iterator<Item = std::result::Result<RecordBatch, ArrowError>>> Rows<I> {
                     ));
                 }
                 let id = std::str::from_utf8(&chunk.buf[start..]).unwrap_or_default();
-                validate::message_id(id).map_err(|e| row_error(ErrorKind::InvalidMessage, row, e.message))?;
+                validate::rfq::message_id(id).map_err(|e| row_error(ErrorKind::InvalidMessage, row, e.message))?;
                 Some((start, chunk.buf.len()))
             }
         };
@@ -893,7 +893,7 @@ impl<I: Iterator<Item = std::result::Result<RecordBatch, ArrowError>>> Rows<I> {
         }
         if layout.target == Target::Rsmq {
             let (_, s, e) = chunk.spans[first];
-            utf16 = validate::utf16_len(std::str::from_utf8(&chunk.buf[s..e]).unwrap_or_default());
+            utf16 = validate::rsmq::utf16_len(std::str::from_utf8(&chunk.buf[s..e]).unwrap_or_default());
         }
         chunk.messages.push(Message {
             id,

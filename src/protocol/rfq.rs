@@ -1,6 +1,6 @@
 //! rfq topics: batch-first operations on a [`Pool`], returning Rust values.
 //!
-//! Every call sends exactly the scripts and arguments of `.contract.md`, so the pure-Python client and
+//! Every call sends exactly the scripts and arguments of docs/protocol.md ("Operations"), so the pure-Python client and
 //! this core leave identical Redis state. A publish chunk is a watched transaction, not a script (see
 //! [`write_chunk`] for why a retry never duplicates it).
 

@@ -3,7 +3,7 @@
 //!
 //! Every call sends the scripts and commands of docs/protocol.md ("Streams topics"), so the
 //! pure-Python client and this core leave identical Redis state. Arguments arrive validated
-//! (`validate::stream_*`). Replies are decoded for RESP2 and RESP3, Redis 6.2 and 7.x.
+//! (`validate::streams`). Replies are decoded for RESP2 and RESP3, Redis 6.2 and 7.x.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -911,6 +911,6 @@ mod tests {
         assert_eq!(decode_host("é".as_bytes()), "é");
         let name = default_consumer();
         assert!(name.ends_with(&format!("-{}", std::process::id())), "{name}");
-        assert!(crate::protocol::validate::is_group_name(&name));
+        assert!(crate::protocol::validate::streams::is_group_name(&name));
     }
 }
