@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use crate::errors::{Error, Result};
-
-/// The most seconds a lease, a block or a timeout may be (7 days).
-pub const MAX_SECONDS: f64 = 604_800.0;
+use crate::limits::{MAX_CHUNK_SIZE, MAX_POOL_SIZE, MAX_SECONDS};
+use crate::pyrepr::{py_float, py_repr};
 
 /// Validated client options. `url` holds the secret; show only `redacted`.
 #[derive(Clone)]
@@ -134,7 +133,7 @@ pub fn timeout(name: &str, value: Option<f64>, repr: &str) -> Result<Duration> {
 
 /// Validates option values (no I/O). The URL is checked later by [`Options::new`].
 pub fn validate(raw: &RawOptions) -> Result<()> {
-    int_in("pool_size", raw.pool_size, 1, 64)?;
+    int_in("pool_size", raw.pool_size, 1, MAX_POOL_SIZE)?;
     timeout(
         "connect_timeout",
         Some(raw.connect_timeout),
@@ -151,13 +150,13 @@ pub fn validate(raw: &RawOptions) -> Result<()> {
             raw.max_message_bytes
         )));
     }
-    int_in("chunk_size", raw.chunk_size, 1, 10_000)?;
+    int_in("chunk_size", raw.chunk_size, 1, MAX_CHUNK_SIZE)?;
     if let Some(name) = &raw.client_name {
         // Printable ASCII without spaces, as CLIENT SETNAME requires.
         if name.is_empty() || !name.bytes().all(|b| (b'!'..=b'~').contains(&b)) {
             return Err(Error::invalid(format!(
                 "client_name must be a non-empty str without spaces, got {}",
-                crate::protocol::validate::py_repr(name)
+                py_repr(name)
             )));
         }
     }
@@ -245,23 +244,6 @@ pub fn redact_url(url: &str) -> String {
         out.push_str(&parts.join("&"));
     }
     out
-}
-
-/// A float as Python's `repr` shows it (`1.0`, `nan`, `inf`, `0.5`).
-pub fn py_float(v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
-    } else if v == v.trunc() && v.abs() < 1e16 {
-        format!("{v:.1}")
-    } else {
-        format!("{v}")
-    }
 }
 
 #[cfg(test)]
@@ -364,12 +346,5 @@ mod tests {
         assert_eq!(err.kind, crate::errors::ErrorKind::InvalidArgument);
         assert!(err.message.contains("tls_ca_file") && err.message.contains("/nonexistent/ca.pem"));
         assert!(Endpoint::default().certificates().unwrap().is_none());
-    }
-
-    #[test]
-    fn floats_like_python() {
-        assert_eq!(py_float(1.0), "1.0");
-        assert_eq!(py_float(0.5), "0.5");
-        assert_eq!(py_float(f64::NAN), "nan");
     }
 }

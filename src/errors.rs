@@ -34,7 +34,7 @@ pub enum ErrorKind {
     Batch(Vec<(usize, Error)>),
     OutOfMemory,
     PermissionDenied,
-    /// The server is older than the oldest version ferroq supports (`server_version::MINIMUM`).
+    /// The server is older than the oldest version ferroq supports (`limits::MINIMUM_SERVER`).
     UnsupportedServer,
     /// Redis returned data that does not follow the protocol.
     Protocol,
@@ -145,7 +145,7 @@ impl Error {
                 ErrorKind::Protocol,
                 format!("unreadable reply from Redis at {url}: {err}"),
             ),
-            RedisKind::RESP3NotSupported => crate::server_version::unsupported(url, "older than Redis 6 (no HELLO)"),
+            RedisKind::RESP3NotSupported => Self::unsupported_server(url, "older than Redis 6 (no HELLO)"),
             RedisKind::InvalidClientConfig => Self::invalid(format!("invalid Redis URL \"{url}\": {}", err.category())),
             RedisKind::Server(_) | RedisKind::Extension => {
                 let code = err.code().unwrap_or("ERR").to_string();
@@ -153,6 +153,16 @@ impl Error {
             }
             _ => Self::new(ErrorKind::Connection, format!("Redis at {url}: {err}")),
         }
+    }
+
+    /// A server at `url` that is too old; `what` says what it is (`Redis 5.0.7`, or why it is known to be
+    /// too old).
+    pub fn unsupported_server(url: &str, what: &str) -> Self {
+        let (major, minor, _) = crate::limits::MINIMUM_SERVER;
+        Self::new(
+            ErrorKind::UnsupportedServer,
+            format!("Redis at {url} is {what}: ferroq needs Redis {major}.{minor} or later, or Valkey 7.2 or later"),
+        )
     }
 
     /// A server at `url` answered with something that is not RESP (an HTTP or SSH server, a wrong port).

@@ -6,8 +6,10 @@
 
 pub mod config;
 pub mod errors;
+pub mod limits;
 pub mod pool;
 pub mod protocol;
+pub mod pyrepr;
 pub mod scripts;
 pub mod server_version;
 
@@ -40,48 +42,38 @@ fn new_message_id() -> String {
 
 /// The keys of an RSMQ queue: QUEUES set, queue ZSET, queue HASH, realtime channel (for parity tests).
 #[pyfunction]
-fn rsmq_keys(py: Python<'_>, ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    use bindings::exceptions::IntoPy;
-    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
-    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+fn rsmq_keys(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let ns = bindings::convert::rsmq::ns(ns)?;
+    let qname = bindings::convert::rsmq::qname(qname)?;
     Ok(protocol::keys::RsmqKeys::new(&ns, &qname).all())
 }
 
 /// The keys of a stream (`[ferroq:stream:<name>]`), for parity tests. Raises InvalidName as `Client.stream` does.
 #[pyfunction]
-fn stream_keys(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    use bindings::exceptions::IntoPy;
-    let name = bindings::convert::stream_name(name).py_err(py)?;
+fn stream_keys(name: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let name = bindings::convert::streams::stream_name(name)?;
     Ok(protocol::keys::StreamKeys::new(&name).all())
 }
 
 /// The key recording what the publish call with `token` appended to stream `name`, for parity tests.
 #[pyfunction]
-fn stream_published_key(py: Python<'_>, name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let name = bindings::convert::stream_name(name).py_err(py)?;
+fn stream_published_key(name: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let name = bindings::convert::streams::stream_name(name)?;
     Ok(protocol::keys::stream_published(&name, token))
 }
 
 /// The record key of one publish chunk of topic `topic`, for parity tests.
 #[pyfunction]
-fn rfq_published_key(py: Python<'_>, topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let topic = bindings::convert::topic_name(topic).py_err(py)?;
+fn rfq_published_key(topic: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let topic = bindings::convert::rfq::topic_name(topic)?;
     Ok(protocol::keys::rfq_published(&topic, token))
 }
 
 /// The record key of one send chunk of RSMQ queue `qname`, for parity tests.
 #[pyfunction]
-fn rsmq_published_key(
-    py: Python<'_>,
-    ns: &Bound<'_, PyAny>,
-    qname: &Bound<'_, PyAny>,
-    token: &str,
-) -> PyResult<String> {
-    use bindings::exceptions::IntoPy;
-    let ns = bindings::convert::rsmq_ns(ns).py_err(py)?;
-    let qname = bindings::convert::rsmq_qname(qname).py_err(py)?;
+fn rsmq_published_key(ns: &Bound<'_, PyAny>, qname: &Bound<'_, PyAny>, token: &str) -> PyResult<String> {
+    let ns = bindings::convert::rsmq::ns(ns)?;
+    let qname = bindings::convert::rsmq::qname(qname)?;
     Ok(protocol::keys::rsmq_published(&ns, &qname, token))
 }
 
@@ -91,9 +83,22 @@ fn dedup_token(dedup_key: &str, chunk: usize) -> String {
     protocol::keys::dedup_token(dedup_key, chunk)
 }
 
+/// `LIMITS`: every limit of [`limits`], by name, as a read-only mapping (`types.MappingProxyType`).
+fn limits_mapping(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let all = PyDict::new(py);
+    for (name, value) in limits::ALL {
+        match *value {
+            limits::Limit::Int(n) => all.set_item(name, n)?,
+            limits::Limit::Float(x) => all.set_item(name, x)?,
+        }
+    }
+    py.import("types")?.getattr("MappingProxyType")?.call1((all,))
+}
+
 #[pymodule]
 fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("LIMITS", limits_mapping(m.py())?)?;
     pool::set_warning_sink(bindings::exceptions::warn);
     bindings::runtime::register_exit_hook(m)?;
     m.add_function(wrap_pyfunction!(script_hashes, m)?)?;
@@ -106,9 +111,9 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rsmq_published_key, m)?)?;
     m.add_function(wrap_pyfunction!(dedup_token, m)?)?;
     m.add_class::<bindings::client::Client>()?;
-    m.add_class::<bindings::client::Topic>()?;
-    m.add_class::<bindings::async_client::AsyncClient>()?;
-    m.add_class::<bindings::async_client::AsyncTopic>()?;
+    m.add_class::<bindings::topic::Topic>()?;
+    m.add_class::<bindings::client::AsyncClient>()?;
+    m.add_class::<bindings::topic::AsyncTopic>()?;
     m.add_class::<bindings::rsmq::RsmqQueue>()?;
     m.add_class::<bindings::rsmq::AsyncRsmqQueue>()?;
     m.add_class::<bindings::stream::Stream>()?;

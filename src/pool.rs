@@ -256,7 +256,7 @@ impl Pool {
             && closed.iter().any(|w| err.message.contains(w))
     }
 
-    /// Refuses a server older than [`server_version::MINIMUM`], from `INFO server`. A user without INFO
+    /// Refuses a server older than [`crate::limits::MINIMUM_SERVER`], from `INFO server`. A user without INFO
     /// (ACL) is not checked; other errors leave the check for the next connection.
     async fn check_version(&self, conn: &mut MultiplexedConnection) -> Result<()> {
         let mut info = redis::cmd("INFO");

@@ -5,45 +5,53 @@ use std::sync::LazyLock;
 
 use redis::Cmd;
 
-macro_rules! lua {
-    ($proto:literal, $op:literal) => {
-        (
+/// The one table of scripts: each role (an [`Id`], so call sites cannot misspell a name) with its file,
+/// `<protocol>/<op>-<numkeys>.lua`, embedded as the shared prelude followed by the file.
+macro_rules! scripts {
+    ($($id:ident => ($proto:literal, $op:literal),)*) => {
+        /// Scripts by role.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Id {
+            $($id,)*
+        }
+
+        /// The scripts, by `<protocol>/<op>-<numkeys>` name, in [`Id`] order.
+        const SOURCES: &[(&str, &str)] = &[$((
             concat!($proto, "/", $op),
             concat!(
                 include_str!("../python/ferroq/protocol/lua/prelude.lua"),
                 include_str!(concat!("../python/ferroq/protocol/lua/", $proto, "/", $op, ".lua"))
             ),
-        )
+        ),)*];
     };
 }
 
-/// The scripts, by `<protocol>/<op>-<numkeys>` name.
-const SOURCES: &[(&str, &str)] = &[
-    lua!("rfq", "claim-8n"),
-    lua!("rfq", "commit-6n"),
-    lua!("rfq", "dead_letter-8n"),
-    lua!("rfq", "extend-5"),
-    lua!("rfq", "harvest-8"),
-    lua!("rfq", "harvest_all-7"),
-    lua!("rfq", "inspect-5"),
-    lua!("rfq", "publish-2n"),
-    lua!("rfq", "purge-6"),
-    lua!("rfq", "release-8"),
-    lua!("rfq", "resume-6"),
-    lua!("rfq", "stats-8"),
-    lua!("rsmq", "attributes-2"),
-    lua!("rsmq", "create-3"),
-    lua!("rsmq", "delete-2"),
-    lua!("rsmq", "delete_queue-3"),
-    lua!("rsmq", "receive-4"),
-    lua!("rsmq", "send-3"),
-    lua!("rsmq", "set_attributes-2"),
-    lua!("rsmq", "visibility-2"),
-    lua!("streams", "ack-1"),
-    lua!("streams", "autoclaim-2"),
-    lua!("streams", "dead_letter-2"),
-    lua!("streams", "publish-2"),
-];
+scripts! {
+    Claim => ("rfq", "claim-8n"),
+    Commit => ("rfq", "commit-6n"),
+    DeadLetter => ("rfq", "dead_letter-8n"),
+    Extend => ("rfq", "extend-5"),
+    Harvest => ("rfq", "harvest-8"),
+    HarvestAll => ("rfq", "harvest_all-7"),
+    Inspect => ("rfq", "inspect-5"),
+    Publish => ("rfq", "publish-2n"),
+    Purge => ("rfq", "purge-6"),
+    Release => ("rfq", "release-8"),
+    Resume => ("rfq", "resume-6"),
+    Stats => ("rfq", "stats-8"),
+    RsmqAttributes => ("rsmq", "attributes-2"),
+    RsmqCreate => ("rsmq", "create-3"),
+    RsmqDelete => ("rsmq", "delete-2"),
+    RsmqDeleteQueue => ("rsmq", "delete_queue-3"),
+    RsmqReceive => ("rsmq", "receive-4"),
+    RsmqSend => ("rsmq", "send-3"),
+    RsmqSetAttributes => ("rsmq", "set_attributes-2"),
+    RsmqVisibility => ("rsmq", "visibility-2"),
+    StreamAck => ("streams", "ack-1"),
+    StreamAutoclaim => ("streams", "autoclaim-2"),
+    StreamDeadLetter => ("streams", "dead_letter-2"),
+    StreamPublish => ("streams", "publish-2"),
+}
 
 /// One embedded script.
 #[derive(Debug)]
@@ -63,35 +71,6 @@ static SCRIPTS: LazyLock<Vec<Script>> = LazyLock::new(|| {
         })
         .collect()
 });
-
-/// Scripts by role, so call sites cannot misspell a name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Id {
-    Claim = 0,
-    Commit,
-    DeadLetter,
-    Extend,
-    Harvest,
-    HarvestAll,
-    Inspect,
-    Publish,
-    Purge,
-    Release,
-    Resume,
-    Stats,
-    RsmqAttributes,
-    RsmqCreate,
-    RsmqDelete,
-    RsmqDeleteQueue,
-    RsmqReceive,
-    RsmqSend,
-    RsmqSetAttributes,
-    RsmqVisibility,
-    StreamAck,
-    StreamAutoclaim,
-    StreamDeadLetter,
-    StreamPublish,
-}
 
 impl Id {
     pub fn script(self) -> &'static Script {

@@ -5,10 +5,8 @@
 //! (7.2.4 for every Valkey 8), so the same check covers it. The pure client does the same
 //! (`ferroq.pure._ops.check_server_version`).
 
-use crate::errors::{Error, ErrorKind};
-
-/// The oldest supported `redis_version`.
-pub const MINIMUM: (u32, u32, u32) = (6, 2, 0);
+use crate::errors::Error;
+use crate::limits::MINIMUM_SERVER;
 
 /// `redis_version` and the server's name (`redis`, `valkey`) and own version from the text of `INFO server`.
 fn parse_info(info: &str) -> Option<((u32, u32, u32), String)> {
@@ -27,28 +25,19 @@ fn parse_info(info: &str) -> Option<((u32, u32, u32), String)> {
     Some((parsed, shown))
 }
 
-/// The error for a server older than [`MINIMUM`], from its `INFO server` text; `Ok` when it is recent
+/// The error for a server older than [`MINIMUM_SERVER`], from its `INFO server` text; `Ok` when it is recent
 /// enough or the text has no version (a proxy that hides it: then the scripts decide).
 pub fn check(url: &str, info: &str) -> Result<(), Error> {
     match parse_info(info) {
-        Some((version, shown)) if version < MINIMUM => Err(unsupported(url, &shown)),
+        Some((version, shown)) if version < MINIMUM_SERVER => Err(Error::unsupported_server(url, &shown)),
         _ => Ok(()),
     }
-}
-
-/// The error for a server at `url` that is too old; `what` says what it is (`Redis 5.0.7`, or why it is
-/// known to be too old).
-pub fn unsupported(url: &str, what: &str) -> Error {
-    let (major, minor, _) = MINIMUM;
-    Error::new(
-        ErrorKind::UnsupportedServer,
-        format!("Redis at {url} is {what}: ferroq needs Redis {major}.{minor} or later, or Valkey 7.2 or later"),
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::ErrorKind;
 
     #[test]
     fn old_servers_are_refused() {

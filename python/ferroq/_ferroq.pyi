@@ -25,6 +25,7 @@ from ferroq.types import (
 )
 
 __all__ = [
+    'LIMITS',
     'AsyncClient',
     'AsyncConsumerGroup',
     'AsyncRsmqQueue',
@@ -48,6 +49,18 @@ __all__ = [
 ]
 
 __version__: str
+
+LIMITS: Mapping[str, int | float]
+"""Every limit the native core checks, by name (read-only; the pure client and the worker read the same).
+
+``MAX_POOL_SIZE`` (64), ``MAX_CHUNK_SIZE`` (10000), ``MAX_COUNT`` (10000), ``MAX_SECONDS`` (604800.0: the
+longest lease, block, delay, timeout or min_idle), ``MIN_LEASE`` (0.001), ``MAX_NAME_LENGTH`` (128: topic and
+stream names), ``MAX_ID_LENGTH`` (128: message ids and owners), ``MAX_GROUP_NAME_LENGTH`` (128: group and consumer
+names), ``MAX_FIELDS`` (1000: fields of a stream message), ``MAX_DELIVERIES`` (1000000), ``MAX_DEDUP_KEY``
+(200 characters), ``MAX_DEDUP_TTL`` (2592000.0 seconds), ``MAX_RSMQ_QNAME_LENGTH`` (160), ``MAX_RSMQ_NS_LENGTH``
+(64), ``MAX_RSMQ_SECONDS`` (9999999), ``MIN_RSMQ_MAXSIZE`` (1024), ``MAX_RSMQ_MAXSIZE`` (65536),
+``MAX_PREFETCH`` (10000: a worker's prefetch), ``MAX_ERROR_CHARS`` (4096: the error text a worker records).
+"""
 
 def script_hashes() -> dict[str, str]:
     """SHA1 of every embedded Lua script, by ``<protocol>/<op>-<numkeys>`` name."""

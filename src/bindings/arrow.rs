@@ -13,10 +13,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyFloat, PyInt, PyString, PyTuple};
 use redis::{Cmd, Value};
 
-use crate::bindings::client::{Arg, Convert, Core, Op};
 use crate::bindings::convert::{repr, type_name};
-use crate::bindings::exceptions::to_pyerr;
+use crate::bindings::core::{Arg, Convert, Core, Op};
 use crate::errors::{Error, Result};
+use crate::limits::{MAX_DEDUP_KEY, MAX_DEDUP_TTL};
 use crate::pool::Pool;
 use crate::protocol::arrow::{Chunk, Layout, Rows, Target};
 use crate::protocol::common::{eval_one, int};
@@ -29,10 +29,6 @@ use crate::scripts::{self, Id};
 
 pub type Batches = Box<dyn Iterator<Item = std::result::Result<RecordBatch, ArrowError>> + Send>;
 
-/// Longest dedup key, in characters.
-pub const MAX_DEDUP_KEY: usize = 200;
-/// Longest dedup_ttl: 30 days, in seconds.
-pub const MAX_DEDUP_TTL: f64 = 2_592_000.0;
 const DEFAULT_DEDUP_TTL_MS: u64 = 86_400_000;
 
 // ---- arguments -----------------------------------------------------------------------------------------
@@ -435,7 +431,7 @@ pub async fn run(pool: Arc<Pool>, job: Job, max: usize) -> (usize, usize, Option
                     .enumerate()
                     .find(|(_, m)| *limit != -1 && m.utf16 as i64 > *limit)
                 {
-                    let e = validate::rsmq_too_long(m.utf16, text);
+                    let e = validate::rsmq::too_long(m.utf16, text);
                     let row = chunk.index * n + i;
                     return (
                         read,
@@ -459,7 +455,7 @@ pub fn op(pool: Arc<Pool>, job: Job) -> Op {
         Ok(Box::new(move |py: Python<'_>| match end {
             None => Ok((rows, published).into_pyobject(py)?.into_any().unbind()),
             Some(err) => {
-                let e = to_pyerr(py, err);
+                let e = PyErr::from(err);
                 e.value(py).setattr("published", published)?;
                 Err(e)
             }

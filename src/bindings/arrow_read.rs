@@ -10,19 +10,16 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyString};
 
-use crate::bindings::client::{op, Op, TopicCore};
 use crate::bindings::convert::{self, repr};
-use crate::bindings::stream::StreamCore;
 use crate::errors::{Error, Result};
-use crate::protocol::arrow_read::{self, DELIVERIES_COLUMN, ID_COLUMN};
-use crate::protocol::validate::{py_repr, IdUse};
+use crate::pyrepr::py_repr;
 
 /// The ids of `fetch_arrow`: an iterable (not a single str) of message ids; the first bad one raises.
 pub fn message_ids(obj: &Bound<'_, PyAny>) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for item in convert::iterator(obj, "ids")? {
         let item = item.map_err(|e| Error::invalid(format!("iterating ids failed: {e}")))?;
-        out.push(convert::message_id(&item)?);
+        out.push(convert::rfq::message_id(&item)?);
     }
     Ok(out)
 }
@@ -99,40 +96,4 @@ pub fn batch_py(py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
         .getattr("record_batch")?
         .call1((export,))?
         .unbind())
-}
-
-impl TopicCore {
-    pub fn fetch_arrow_op(&self, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>) -> Result<Op> {
-        let (pool, (ids, fields)) = self
-            .core
-            .pool_after(|| Ok((message_ids(ids)?, field_names(fields, &[ID_COLUMN, DELIVERIES_COLUMN])?)))?;
-        let keys = self.keys.clone();
-        let chunk = self.core.opts.chunk_size;
-        Ok(op(
-            async move { arrow_read::fetch(&pool, &keys, &ids, &fields, chunk).await },
-            batch_py,
-        ))
-    }
-}
-
-impl StreamCore {
-    pub fn range_arrow_op(
-        &self,
-        start: &Bound<'_, PyAny>,
-        end: &Bound<'_, PyAny>,
-        count: &Bound<'_, PyAny>,
-        fields: &Bound<'_, PyAny>,
-    ) -> Result<Op> {
-        let (pool, (start, end, count, fields)) = self.core.pool_after(|| {
-            let start = convert::stream_id(start, IdUse::Range, "start")?;
-            let end = convert::stream_id(end, IdUse::Range, "end")?;
-            let count = convert::count(count)?;
-            Ok((start, end, count, field_names(fields, &[ID_COLUMN])?))
-        })?;
-        let keys = self.keys.clone();
-        Ok(op(
-            async move { arrow_read::range(&pool, &keys, &start, &end, count, &fields).await },
-            batch_py,
-        ))
-    }
 }

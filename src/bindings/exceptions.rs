@@ -70,7 +70,7 @@ pub fn instance<'py>(py: Python<'py>, err: &Error) -> PyResult<Bound<'py, PyAny>
 }
 
 /// `err` as a Python exception of `ferroq.exceptions`.
-pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
+fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     match instance(py, &err) {
         Ok(exc) => PyErr::from_value(exc),
         Err(import_failed) => {
@@ -113,13 +113,9 @@ pub fn issue_warnings(py: Python<'_>) {
     }
 }
 
-/// `Result` -> `PyResult` with [`to_pyerr`].
-pub trait IntoPy<T> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> IntoPy<T> for crate::errors::Result<T> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_pyerr(py, e))
+/// Core errors cross into Python as the classes of `ferroq.exceptions`, so `?` works in the bindings.
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        Python::attach(|py| to_pyerr(py, err))
     }
 }

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::bindings::arrow;
-use crate::bindings::async_client::run_async;
-use crate::bindings::client::{op, prepare, sync_call, to_py, Arg, Core, Op};
+use crate::bindings::asyncio::run_async;
 use crate::bindings::convert;
+use crate::bindings::core::{op, prepare, sync_call, to_py, Arg, Core, Op};
 use crate::errors::{Error, Result};
 use crate::protocol::rsmq::{self, Queue, Settings};
-use crate::protocol::validate::{self, py_repr};
+use crate::protocol::validate;
+use crate::pyrepr::py_repr;
 
 const DEFAULT_VT: i64 = 30;
 const DEFAULT_DELAY: i64 = 0;
@@ -21,7 +22,7 @@ const DEFAULT_MAXSIZE: i64 = 65_536;
 fn ns_arg(ns: &Arg<'_>) -> Result<String> {
     ns.0.as_ref().map_or_else(
         || Ok(crate::protocol::keys::RSMQ_DEFAULT_NS.to_string()),
-        convert::rsmq_ns,
+        convert::rsmq::ns,
     )
 }
 
@@ -32,7 +33,7 @@ fn given<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, P
 
 /// A per-call vt/delay: None keeps the queue's.
 fn call_ms(obj: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<u64>> {
-    given(obj).map(|o| convert::rsmq_call_ms(o, name)).transpose()
+    given(obj).map(|o| convert::rsmq::call_ms(o, name)).transpose()
 }
 
 /// A stored vt/delay/maxsize of `create`: missing takes the default; anything given (None too) is checked.
@@ -48,10 +49,10 @@ fn dead_letter_args(
     allow_remove: bool,
 ) -> Result<(String, String)> {
     let max_receives = given(max_receives)
-        .map(|m| convert::rsmq_max_receives(m, allow_remove))
+        .map(|m| convert::rsmq::max_receives(m, allow_remove))
         .transpose()?;
-    let dead_letter = given(dead_letter).map(convert::rsmq_qname).transpose()?;
-    validate::rsmq_dead_letter(qname, max_receives, dead_letter.as_deref(), allow_remove)
+    let dead_letter = given(dead_letter).map(convert::rsmq::qname).transpose()?;
+    validate::rsmq::dead_letter(qname, max_receives, dead_letter.as_deref(), allow_remove)
 }
 
 /// An RSMQ queue bound to a [`Core`].
@@ -64,7 +65,7 @@ pub struct RsmqCore {
 impl RsmqCore {
     /// Validates `qname`, `ns` and `realtime` (no I/O).
     pub fn new(core: &Arc<Core>, qname: &Bound<'_, PyAny>, ns: &Arg<'_>, realtime: &Arg<'_>) -> Result<Self> {
-        let qname = convert::rsmq_qname(qname)?;
+        let qname = convert::rsmq::qname(qname)?;
         let ns = ns_arg(ns)?;
         let realtime = realtime
             .0
@@ -108,9 +109,9 @@ impl RsmqCore {
         let name = &self.queue.keys.name;
         self.prepare(
             || {
-                let vt = stored(vt, DEFAULT_VT, |v| convert::rsmq_stored_seconds(v, "vt"))?;
-                let delay = stored(delay, DEFAULT_DELAY, |v| convert::rsmq_stored_seconds(v, "delay"))?;
-                let maxsize = stored(maxsize, DEFAULT_MAXSIZE, convert::rsmq_maxsize)?;
+                let vt = stored(vt, DEFAULT_VT, |v| convert::rsmq::stored_seconds(v, "vt"))?;
+                let delay = stored(delay, DEFAULT_DELAY, |v| convert::rsmq::stored_seconds(v, "delay"))?;
+                let maxsize = stored(maxsize, DEFAULT_MAXSIZE, convert::rsmq::maxsize)?;
                 let dl = dead_letter_args(name, max_receives, dead_letter, false)?;
                 Ok((vt, delay, maxsize, dl))
             },
@@ -131,7 +132,7 @@ impl RsmqCore {
         self.prepare(
             || Ok(()),
             |pool, q, ()| async move { rsmq::attributes(&pool, &q).await },
-            convert::rsmq_attributes_py,
+            convert::rsmq::attributes_py,
         )
     }
 
@@ -147,11 +148,11 @@ impl RsmqCore {
         self.prepare(
             || {
                 let settings = Settings {
-                    vt: given(vt).map(|v| convert::rsmq_stored_seconds(v, "vt")).transpose()?,
+                    vt: given(vt).map(|v| convert::rsmq::stored_seconds(v, "vt")).transpose()?,
                     delay: given(delay)
-                        .map(|v| convert::rsmq_stored_seconds(v, "delay"))
+                        .map(|v| convert::rsmq::stored_seconds(v, "delay"))
                         .transpose()?,
-                    maxsize: given(maxsize).map(convert::rsmq_maxsize).transpose()?,
+                    maxsize: given(maxsize).map(convert::rsmq::maxsize).transpose()?,
                     dead_letter: dead_letter_args(name, max_receives, dead_letter, true)?,
                 };
                 if settings == Settings::default() {
@@ -162,14 +163,14 @@ impl RsmqCore {
                 Ok(settings)
             },
             |pool, q, settings| async move { rsmq::set_attributes(&pool, &q, settings).await },
-            convert::rsmq_attributes_py,
+            convert::rsmq::attributes_py,
         )
     }
 
     fn send_op(&self, message: &Bound<'_, PyAny>, delay: Option<&Bound<'_, PyAny>>) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
         self.prepare(
-            || Ok((convert::rsmq_message(message, max)?, call_ms(delay, "delay")?)),
+            || Ok((convert::rsmq::message(message, max)?, call_ms(delay, "delay")?)),
             |pool, q, (message, delay)| async move { rsmq::send(&pool, &q, message, delay).await },
             to_py,
         )
@@ -178,7 +179,7 @@ impl RsmqCore {
     fn send_batch_op(&self, messages: &Bound<'_, PyAny>, delay: Option<&Bound<'_, PyAny>>) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
         self.prepare(
-            || Ok((convert::rsmq_messages(messages, max)?, call_ms(delay, "delay")?)),
+            || Ok((convert::rsmq::messages(messages, max)?, call_ms(delay, "delay")?)),
             |pool, q, (messages, delay)| async move { rsmq::send_batch(&pool, &q, messages, delay).await },
             to_py,
         )
@@ -210,9 +211,9 @@ impl RsmqCore {
     ) -> Result<Op> {
         let single = count.is_none();
         let convert = if single {
-            convert::rsmq_message_py
+            convert::rsmq::message_py
         } else {
-            convert::rsmq_messages_py
+            convert::rsmq::messages_py
         };
         self.prepare(
             || {
@@ -226,7 +227,7 @@ impl RsmqCore {
 
     fn delete_op(&self, id: &Bound<'_, PyAny>) -> Result<Op> {
         self.prepare(
-            || Ok(vec![convert::rsmq_id(id)?]),
+            || Ok(vec![convert::rsmq::id(id)?]),
             |pool, q, ids| async move { Ok(!rsmq::delete_batch(&pool, &q, &ids).await?.is_empty()) },
             to_py,
         )
@@ -234,7 +235,7 @@ impl RsmqCore {
 
     fn delete_batch_op(&self, ids: &Bound<'_, PyAny>) -> Result<Op> {
         self.prepare(
-            || convert::rsmq_ids(ids),
+            || convert::rsmq::ids(ids),
             |pool, q, ids| async move { rsmq::delete_batch(&pool, &q, &ids).await },
             to_py,
         )
@@ -242,7 +243,7 @@ impl RsmqCore {
 
     fn change_visibility_op(&self, id: &Bound<'_, PyAny>, vt: &Bound<'_, PyAny>) -> Result<Op> {
         self.prepare(
-            || Ok((convert::rsmq_id(id)?, convert::rsmq_call_ms(vt, "vt")?)),
+            || Ok((convert::rsmq::id(id)?, convert::rsmq::call_ms(vt, "vt")?)),
             |pool, q, (id, vt)| async move { rsmq::change_visibility(&pool, &q, &id, vt).await },
             to_py,
         )

@@ -7,14 +7,18 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::bindings::arrow;
-use crate::bindings::async_client::run_async;
-use crate::bindings::client::{prepare, prepare_plain, sync_call, to_py, Arg, Core, Op};
+use crate::bindings::arrow_read::{self, batch_py, field_names};
+use crate::bindings::asyncio::run_async;
 use crate::bindings::convert;
+use crate::bindings::core::{op, prepare, prepare_plain, sync_call, to_py, Arg, Core, Op};
 use crate::errors::{Error, Result};
+use crate::protocol::arrow_read::ID_COLUMN;
+use crate::protocol::common::Fields;
 use crate::protocol::keys::StreamKeys;
-use crate::protocol::rfq::Fields;
 use crate::protocol::streams::{self, Group, Limit, Retention};
-use crate::protocol::validate::{self, py_repr, IdUse};
+use crate::protocol::validate;
+use crate::protocol::validate::streams::IdUse;
+use crate::pyrepr::py_repr;
 
 const DEFAULT_RANGE_COUNT: usize = 100;
 const DEFAULT_READ_COUNT: usize = 1;
@@ -44,10 +48,10 @@ fn error_arg(error: &Arg<'_>) -> Result<String> {
 
 /// A stream id argument `what` for `place`: `default` when not given.
 fn id_arg(value: &Arg<'_>, place: IdUse, what: &str, default: &str) -> Result<String> {
-    value
-        .0
-        .as_ref()
-        .map_or_else(|| Ok(default.to_string()), |v| convert::stream_id(v, place, what))
+    value.0.as_ref().map_or_else(
+        || Ok(default.to_string()),
+        |v| convert::streams::stream_id(v, place, what),
+    )
 }
 
 /// The retention of publish / trim: maxlen or max_age (not both), `~` unless `approximate=False`.
@@ -56,8 +60,8 @@ fn retention(
     max_age: Option<&Bound<'_, PyAny>>,
     approximate: &Arg<'_>,
 ) -> Result<Retention> {
-    let maxlen = given(maxlen).map(convert::maxlen).transpose()?;
-    let max_age = given(max_age).map(convert::max_age_ms).transpose()?;
+    let maxlen = given(maxlen).map(convert::streams::maxlen).transpose()?;
+    let max_age = given(max_age).map(convert::streams::max_age_ms).transpose()?;
     let limit = match (maxlen, max_age) {
         (Some(_), Some(_)) => return Err(Error::invalid("give maxlen or max_age, not both")),
         (Some(n), None) => Some(Limit::MaxLen(n)),
@@ -68,6 +72,12 @@ fn retention(
         limit,
         approximate: flag_arg(approximate, "approximate", true)?,
     })
+}
+
+/// `Client.streams` / `AsyncClient.streams`.
+pub fn streams_op(core: &Core) -> Result<Op> {
+    let pool = core.pool()?;
+    Ok(op(async move { streams::streams(&pool).await }, to_py))
 }
 
 /// A stream bound to a [`Core`].
@@ -82,7 +92,7 @@ impl StreamCore {
     pub fn new(core: &Arc<Core>, name: &Bound<'_, PyAny>) -> Result<Self> {
         Ok(Self {
             core: core.clone(),
-            keys: Arc::new(StreamKeys::new(&convert::stream_name(name)?)),
+            keys: Arc::new(StreamKeys::new(&convert::streams::stream_name(name)?)),
         })
     }
 
@@ -98,14 +108,16 @@ impl StreamCore {
         max_deliveries: Option<&Bound<'_, PyAny>>,
         dead_letter: Option<&Bound<'_, PyAny>>,
     ) -> Result<GroupCore> {
-        let name = convert::group_name(name)?;
+        let name = convert::streams::group_name(name)?;
         let consumer = match given(consumer) {
-            Some(c) => convert::consumer_name(c)?,
+            Some(c) => convert::streams::consumer_name(c)?,
             None => streams::default_consumer(),
         };
-        let max_deliveries = given(max_deliveries).map(convert::max_deliveries).transpose()?;
-        let dead_letter = given(dead_letter).map(convert::stream_name).transpose()?;
-        let dead = validate::dead_stream(&self.keys.name, dead_letter.as_deref())?;
+        let max_deliveries = given(max_deliveries)
+            .map(convert::streams::max_deliveries)
+            .transpose()?;
+        let dead_letter = given(dead_letter).map(convert::streams::stream_name).transpose()?;
+        let dead = validate::streams::dead_stream(&self.keys.name, dead_letter.as_deref())?;
         Ok(GroupCore {
             core: self.core.clone(),
             group: Arc::new(Group {
@@ -163,7 +175,7 @@ impl StreamCore {
         approximate: &Arg<'_>,
     ) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        let one = || Ok(vec![convert::stream_fields(fields, max)?]);
+        let one = || Ok(vec![convert::streams::stream_fields(fields, max)?]);
         // publish_batch returns exactly one id per message.
         self.publish_with(one, maxlen, max_age, approximate, |py, ids| {
             to_py(py, ids.into_iter().next())
@@ -178,7 +190,7 @@ impl StreamCore {
         approximate: &Arg<'_>,
     ) -> Result<Op> {
         let max = self.core.opts.max_message_bytes;
-        let all = || convert::stream_messages(messages, max);
+        let all = || convert::streams::stream_messages(messages, max);
         self.publish_with(all, maxlen, max_age, approximate, to_py)
     }
 
@@ -204,7 +216,7 @@ impl StreamCore {
                 ))
             },
             |pool, s, (start, end, count)| async move { streams::range(&pool, &s, &start, &end, count).await },
-            move |py, entries| convert::stream_entries_py(py, &name, entries),
+            move |py, entries| convert::streams::stream_entries_py(py, &name, entries),
         )
     }
 
@@ -235,7 +247,7 @@ impl StreamCore {
             &self.core,
             &self.keys,
             |pool, s| async move { streams::info(&pool, &s).await },
-            move |py, info| convert::stream_info_py(py, &name, info),
+            move |py, info| convert::streams::stream_info_py(py, &name, info),
         )
     }
 
@@ -244,7 +256,7 @@ impl StreamCore {
             &self.core,
             &self.keys,
             |pool, s| async move { streams::groups(&pool, &s).await },
-            convert::groups_py,
+            convert::streams::groups_py,
         )
     }
 
@@ -255,6 +267,28 @@ impl StreamCore {
             |pool, s| async move { streams::delete(&pool, &s).await },
             to_py,
         )
+    }
+}
+
+impl StreamCore {
+    pub fn range_arrow_op(
+        &self,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        count: &Bound<'_, PyAny>,
+        fields: &Bound<'_, PyAny>,
+    ) -> Result<Op> {
+        let (pool, (start, end, count, fields)) = self.core.pool_after(|| {
+            let start = convert::streams::stream_id(start, IdUse::Range, "start")?;
+            let end = convert::streams::stream_id(end, IdUse::Range, "end")?;
+            let count = convert::count(count)?;
+            Ok((start, end, count, field_names(fields, &[ID_COLUMN])?))
+        })?;
+        let keys = self.keys.clone();
+        Ok(op(
+            async move { crate::protocol::arrow_read::range(&pool, &keys, &start, &end, count, &fields).await },
+            batch_py,
+        ))
     }
 }
 
@@ -278,7 +312,7 @@ impl GroupCore {
     /// StreamEntry objects of this group's stream.
     fn entries(&self) -> impl FnOnce(Python<'_>, Vec<streams::Entry>) -> PyResult<Py<PyAny>> + Send + 'static {
         let name = self.group.stream.name.clone();
-        move |py, entries| convert::stream_entries_py(py, &name, entries)
+        move |py, entries| convert::streams::stream_entries_py(py, &name, entries)
     }
 
     fn create_op(&self, start: &Arg<'_>, exist_ok: &Arg<'_>) -> Result<Op> {
@@ -310,7 +344,7 @@ impl GroupCore {
         prepare(
             &self.core,
             &self.group,
-            || convert::stream_entry_ids(entries, &self.group.stream.name),
+            || convert::streams::stream_entry_ids(entries, &self.group.stream.name),
             |pool, g, ids| async move { streams::ack(&pool, &g, &ids).await },
             to_py,
         )
@@ -328,14 +362,14 @@ impl GroupCore {
             || {
                 Ok((
                     count_arg(count, DEFAULT_RANGE_COUNT)?,
-                    given(consumer).map(convert::consumer_name).transpose()?,
-                    given(min_idle).map(convert::min_idle_ms).transpose()?,
+                    given(consumer).map(convert::streams::consumer_name).transpose()?,
+                    given(min_idle).map(convert::streams::min_idle_ms).transpose()?,
                 ))
             },
             |pool, g, (count, consumer, min_idle)| async move {
                 streams::pending(&pool, &g, count, consumer.as_deref(), min_idle).await
             },
-            convert::pending_py,
+            convert::streams::pending_py,
         )
     }
 
@@ -345,7 +379,7 @@ impl GroupCore {
             &self.group,
             || {
                 Ok((
-                    convert::min_idle_ms(min_idle)?,
+                    convert::streams::min_idle_ms(min_idle)?,
                     count_arg(count, DEFAULT_RANGE_COUNT)?,
                     error_arg(error)?,
                 ))
@@ -361,7 +395,7 @@ impl GroupCore {
             &self.group,
             || {
                 Ok((
-                    convert::stream_entry_ids(entries, &self.group.stream.name)?,
+                    convert::streams::stream_entry_ids(entries, &self.group.stream.name)?,
                     error_arg(error)?,
                 ))
             },
@@ -374,7 +408,7 @@ impl GroupCore {
         prepare(
             &self.core,
             &self.group,
-            || convert::stream_id(position, IdUse::Position, "position"),
+            || convert::streams::stream_id(position, IdUse::Position, "position"),
             |pool, g, position| async move { streams::seek(&pool, &g, &position).await },
             |py, ()| Ok(py.None()),
         )
@@ -385,7 +419,7 @@ impl GroupCore {
             &self.core,
             &self.group,
             |pool, g| async move { streams::group_info(&pool, &g).await },
-            convert::group_info_py,
+            convert::streams::group_info_py,
         )
     }
 
@@ -417,18 +451,16 @@ macro_rules! stream_methods {
             #[pyo3(signature = (name, consumer=None, *, max_deliveries=None, dead_letter=None))]
             fn group(
                 &self,
-                py: Python<'_>,
                 name: &Bound<'_, PyAny>,
                 consumer: Option<&Bound<'_, PyAny>>,
                 max_deliveries: Option<&Bound<'_, PyAny>>,
                 dead_letter: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<$group> {
-                use crate::bindings::exceptions::IntoPy;
                 Ok($group {
                     inner: self
                         .inner
                         .group(name, consumer, max_deliveries, dead_letter)
-                        .py_err(py)?,
+                        ?,
                 })
             }
 
@@ -496,7 +528,7 @@ macro_rules! stream_methods {
                 count: &Bound<'py, PyAny>,
                 fields: &Bound<'py, PyAny>,
             ) -> PyResult<Bound<'py, PyAny>> {
-                crate::bindings::arrow_read::need_pyarrow(py)?;
+                arrow_read::need_pyarrow(py)?;
                 $run(py, self.inner.range_arrow_op(start, end, count, fields))
             }
 

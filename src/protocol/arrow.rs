@@ -19,7 +19,9 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Schema, TimeUnit};
 
 use crate::errors::{Error, ErrorKind, Result};
-use crate::protocol::validate::{self, py_repr, MAX_STREAM_FIELDS};
+use crate::limits::MAX_FIELDS;
+use crate::protocol::validate;
+use crate::pyrepr::py_repr;
 
 // ---- numbers --------------------------------------------------------------------------------------
 
@@ -673,9 +675,9 @@ impl Layout {
                 out
             }
         };
-        if target == Target::Stream && fields.len() > MAX_STREAM_FIELDS {
+        if target == Target::Stream && fields.len() > MAX_FIELDS {
             return Err(Error::invalid(format!(
-                "a stream message may have at most {MAX_STREAM_FIELDS} fields, the data has {} columns",
+                "a stream message may have at most {MAX_FIELDS} fields, the data has {} columns",
                 fields.len()
             )));
         }
@@ -828,7 +830,7 @@ impl<I: Iterator<Item = std::result::Result<RecordBatch, ArrowError>>> Rows<I> {
                     ));
                 }
                 let id = std::str::from_utf8(&chunk.buf[start..]).unwrap_or_default();
-                validate::message_id(id).map_err(|e| row_error(ErrorKind::InvalidMessage, row, e.message))?;
+                validate::rfq::message_id(id).map_err(|e| row_error(ErrorKind::InvalidMessage, row, e.message))?;
                 Some((start, chunk.buf.len()))
             }
         };
@@ -891,7 +893,7 @@ impl<I: Iterator<Item = std::result::Result<RecordBatch, ArrowError>>> Rows<I> {
         }
         if layout.target == Target::Rsmq {
             let (_, s, e) = chunk.spans[first];
-            utf16 = validate::utf16_len(std::str::from_utf8(&chunk.buf[s..e]).unwrap_or_default());
+            utf16 = validate::rsmq::utf16_len(std::str::from_utf8(&chunk.buf[s..e]).unwrap_or_default());
         }
         chunk.messages.push(Message {
             id,

@@ -1,11 +1,14 @@
-//! What the protocol modules share: decoding Redis replies, and sending chunked script calls on a pool.
+//! What the protocol modules share: the message type, decoding Redis replies, and sending chunked script
+//! calls on a pool.
 
 use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
-use crate::protocol::rfq::Fields;
 use crate::scripts::Id;
+
+/// One message: its (field, value) pairs in order (rfq topics, Streams topics, Arrow rows).
+pub type Fields = Vec<(String, String)>;
 
 /// A pipeline is cut after this many bytes of arguments, so one reply never waits on a huge write.
 pub const PIPELINE_BYTES: usize = 8 << 20;

@@ -141,10 +141,10 @@ impl TopicKeys {
     }
 
     /// The list key of `queue` (validated by the caller).
-    pub fn list(&self, queue: Queue) -> &str {
+    pub fn list(&self, queue: TopicList) -> &str {
         match queue {
-            Queue::Backlog => &self.backlog,
-            Queue::Nextlog => &self.nextlog,
+            TopicList::Backlog => &self.backlog,
+            TopicList::Nextlog => &self.nextlog,
         }
     }
 
@@ -166,7 +166,7 @@ impl TopicKeys {
 
 /// The two lists of a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Queue {
+pub enum TopicList {
     Backlog,
     Nextlog,
 }
@@ -333,7 +333,7 @@ mod tests {
                 "rfq:jobs:deliveries"
             ]
         );
-        assert_eq!(k.list(Queue::Nextlog), "rfq:jobs:nextlog");
+        assert_eq!(k.list(TopicList::Nextlog), "rfq:jobs:nextlog");
         assert_eq!(k.all().len(), 8);
     }
 

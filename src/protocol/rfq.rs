@@ -1,6 +1,6 @@
 //! rfq topics: batch-first operations on a [`Pool`], returning Rust values.
 //!
-//! Every call sends exactly the scripts and arguments of `.contract.md`, so the pure-Python client and
+//! Every call sends exactly the scripts and arguments of docs/protocol.md ("Operations"), so the pure-Python client and
 //! this core leave identical Redis state. A publish chunk is a watched transaction, not a script (see
 //! [`write_chunk`] for why a retry never duplicates it).
 
@@ -14,9 +14,10 @@ use crate::errors::{Error, Result};
 use crate::pool::Pool;
 use crate::protocol::common::{
     array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take, unexpected,
+    Fields,
 };
 use crate::protocol::ids;
-use crate::protocol::keys::{topic_of_list_key, Queue, TopicKeys, STREAM_PUBLISH_TOKEN_MS};
+use crate::protocol::keys::{topic_of_list_key, TopicKeys, TopicList, STREAM_PUBLISH_TOKEN_MS};
 use crate::scripts::{self, Id};
 
 /// Messages handled per call by harvest and purge (they repeat while the limit is reached).
@@ -26,8 +27,6 @@ const MAX_STEPS: usize = 10_000;
 /// Polling backoff of a blocking claim over several topics.
 const POLL_MIN: Duration = Duration::from_millis(5);
 const POLL_MAX: Duration = Duration::from_millis(100);
-
-pub type Fields = Vec<(String, String)>;
 
 /// A claimed message; `topic` indexes the topics given to [`claim`]; `claim` is the token of its claim.
 #[derive(Debug, Clone, PartialEq)]
@@ -644,7 +643,7 @@ pub async fn peek(pool: &Pool, topic: &TopicKeys, id: &str) -> Result<Option<Fie
 pub async fn inspect(
     pool: &Pool,
     topic: &TopicKeys,
-    queue: Queue,
+    queue: TopicList,
     start: usize,
     count: usize,
 ) -> Result<Vec<InspectEntry>> {
@@ -699,7 +698,7 @@ pub async fn stats(pool: &Pool, topic: &TopicKeys) -> Result<Stats> {
 }
 
 /// Deletes every message of one list; returns how many.
-pub async fn purge(pool: &Pool, topic: &TopicKeys, queue: Queue) -> Result<i64> {
+pub async fn purge(pool: &Pool, topic: &TopicKeys, queue: TopicList) -> Result<i64> {
     let mut cmd = scripts::evalsha(Id::Purge, 6);
     cmd.arg(topic.list(queue))
         .arg(&topic.leases)

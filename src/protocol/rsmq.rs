@@ -1,8 +1,8 @@
 //! RSMQ queues (smrchy/rsmq 0.12 and PyRSMQ keys, units, ids and replies): batch-first operations on a
 //! [`Pool`], returning Rust values.
 //!
-//! Every call sends exactly the scripts and arguments of `.rsmq-contract.md` §4, so the pure-Python client
-//! and this core leave identical Redis state. Arguments arrive validated (`validate::rsmq_*`).
+//! Every call sends exactly the scripts and arguments of docs/protocol.md ("RSMQ operations"), so the
+//! pure-Python client and this core leave identical Redis state. Arguments arrive validated (`validate::rsmq`).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,7 +14,9 @@ use crate::pool::Pool;
 use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pipelines, string, take};
 use crate::protocol::ids;
 use crate::protocol::keys::{RsmqKeys, STREAM_PUBLISH_TOKEN_MS};
-use crate::protocol::validate::{self, py_repr, utf16_len};
+use crate::protocol::validate;
+use crate::protocol::validate::rsmq::utf16_len;
+use crate::pyrepr::py_repr;
 use crate::scripts::{self, Id};
 
 /// Times the receive script may name a dead-letter queue other than the one sent before giving up.
@@ -58,7 +60,7 @@ pub struct Attributes {
 }
 
 /// New attribute values; `None` keeps the stored one. `dead_letter` is what the scripts take:
-/// (`''` keep | `'0'` remove | n, name or `''`), from [`validate::rsmq_dead_letter`].
+/// (`''` keep | `'0'` remove | n, name or `''`), from [`validate::rsmq::dead_letter`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     pub vt: Option<i64>,
@@ -336,7 +338,7 @@ fn too_long(messages: &[String], maxsize: &str) -> Error {
         .enumerate()
         .filter_map(|(i, m)| {
             let units = utf16_len(m);
-            (units as i64 > limit).then(|| (i, validate::rsmq_too_long(units, maxsize)))
+            (units as i64 > limit).then(|| (i, validate::rsmq::too_long(units, maxsize)))
         })
         .collect();
     validate::batch_error(errors, messages.len())

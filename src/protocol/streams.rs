@@ -3,21 +3,23 @@
 //!
 //! Every call sends the scripts and commands of docs/protocol.md ("Streams topics"), so the
 //! pure-Python client and this core leave identical Redis state. Arguments arrive validated
-//! (`validate::stream_*`). Replies are decoded for RESP2 and RESP3, Redis 6.2 and 7.x.
+//! (`validate::streams`). Replies are decoded for RESP2 and RESP3, Redis 6.2 and 7.x.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::{Cmd, Value};
 
 use crate::errors::{Error, ErrorKind, Result};
+use crate::limits::MAX_GROUP_NAME_LENGTH;
 use crate::pool::Pool;
+use crate::protocol::common::Fields;
 use crate::protocol::common::{
     array, eval_all, eval_one, int, opt_string, pairs, pairs_of, pipelines, scan_keys, string, take,
 };
 use crate::protocol::ids;
 use crate::protocol::keys::{StreamKeys, STREAM_PREFIX, STREAM_PUBLISH_TOKEN_MS};
-use crate::protocol::rfq::Fields;
-use crate::protocol::validate::{is_topic_name, py_repr, MAX_GROUP_CHARS};
+use crate::protocol::validate::is_topic_name;
+use crate::pyrepr::py_repr;
 use crate::scripts::{self, Id};
 
 /// The error recorded on entries autoclaim dead-letters when the caller gives none.
@@ -148,7 +150,7 @@ fn consumer_name(host: &str, pid: u32) -> String {
     format!("{host}-{pid}")
         .chars()
         .map(|c| if ('\u{21}'..='\u{7e}').contains(&c) { c } else { '_' })
-        .take(MAX_GROUP_CHARS)
+        .take(MAX_GROUP_NAME_LENGTH)
         .collect()
 }
 
@@ -909,6 +911,6 @@ mod tests {
         assert_eq!(decode_host("é".as_bytes()), "é");
         let name = default_consumer();
         assert!(name.ends_with(&format!("-{}", std::process::id())), "{name}");
-        assert!(crate::protocol::validate::is_group_name(&name));
+        assert!(crate::protocol::validate::streams::is_group_name(&name));
     }
 }

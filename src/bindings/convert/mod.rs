@@ -1,0 +1,265 @@
+//! Python values <-> core values: the argument checks that need Python types, and the result objects of
+//! `ferroq.types`. What every protocol uses is here; each protocol's own conversions are in its module.
+
+pub mod rfq;
+pub mod rsmq;
+pub mod streams;
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyIterator, PyList, PyMapping, PyString, PyTuple, PyType,
+};
+
+use crate::errors::{Error, ErrorKind, Result};
+use crate::protocol::common::Fields;
+use crate::protocol::keys::{TopicKeys, TopicList};
+use crate::protocol::validate;
+use crate::pyrepr::py_repr;
+
+static MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+static STREAM_ENTRY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn message_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    MESSAGE.import(py, "ferroq.types", "Message")
+}
+
+fn stream_entry_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    STREAM_ENTRY.import(py, "ferroq.types", "StreamEntry")
+}
+
+/// Python's `repr(obj)`, for error messages.
+pub fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".into())
+}
+
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+/// An int that is not a bool.
+fn int_value(obj: &Bound<'_, PyAny>) -> Option<i64> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return None;
+    }
+    // Too large for i64 is out of every range anyway.
+    Some(obj.extract::<i64>().unwrap_or(i64::MAX))
+}
+
+/// A finite int or float that is not a bool.
+fn seconds_value(obj: &Bound<'_, PyAny>) -> Option<f64> {
+    if obj.is_instance_of::<PyBool>() || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()) {
+        return None;
+    }
+    obj.extract::<f64>().ok().filter(|v| v.is_finite())
+}
+
+pub fn flag(obj: &Bound<'_, PyAny>, name: &str) -> Result<bool> {
+    if obj.is_instance_of::<PyBool>() {
+        Ok(obj.is_truthy().unwrap_or(false))
+    } else {
+        Err(Error::invalid(format!("{name} must be a bool, got {}", repr(obj))))
+    }
+}
+
+pub fn count(obj: &Bound<'_, PyAny>) -> Result<usize> {
+    validate::count(int_value(obj), &repr(obj))
+}
+
+/// An int option from 1 to `most` (no upper bound if None).
+pub fn int_option(obj: &Bound<'_, PyAny>, name: &str, most: Option<i64>) -> Result<i64> {
+    match (int_value(obj), most) {
+        (Some(v), Some(m)) if (1..=m).contains(&v) => Ok(v),
+        (Some(v), None) if v >= 1 => Ok(v),
+        _ => {
+            let bounds = most.map_or_else(|| ">= 1".to_string(), |m| format!("from 1 to {m}"));
+            Err(Error::invalid(format!(
+                "{name} must be an int {bounds}, got {}",
+                repr(obj)
+            )))
+        }
+    }
+}
+
+pub fn timeout(obj: &Bound<'_, PyAny>, name: &str) -> Result<f64> {
+    crate::config::timeout(name, seconds_value(obj), &repr(obj)).map(|d| d.as_secs_f64())
+}
+
+/// The error text recorded by a dead-letter move: a str ('' when not given).
+pub fn error_text(obj: Option<&Bound<'_, PyAny>>) -> Result<String> {
+    match obj {
+        None => Ok(String::new()),
+        Some(o) => o
+            .cast::<PyString>()
+            .ok()
+            .and_then(|s| s.to_cow().ok().map(|c| c.into_owned()))
+            .ok_or_else(|| Error::invalid(format!("error must be a str, got {}", type_name(o)))),
+    }
+}
+
+pub fn block(obj: Option<&Bound<'_, PyAny>>) -> Result<Option<f64>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => validate::block(Some(seconds_value(o)), &repr(o)),
+    }
+}
+
+fn str_of(obj: &Bound<'_, PyAny>) -> Option<Result<String>> {
+    let s = obj.cast::<PyString>().ok()?;
+    Some(s.to_cow().map(|c| c.into_owned()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            "a message field is not valid Unicode (lone surrogate)",
+        )
+    }))
+}
+
+/// One message: a Mapping of non-empty str to str, within `max_bytes`.
+pub fn fields(obj: &Bound<'_, PyAny>, max_bytes: usize) -> Result<Fields> {
+    fields_within(obj, max_bytes, None)
+}
+
+/// One message (see [`fields`]) of at most `max_fields` fields when given, counted before the fields are read.
+fn fields_within(obj: &Bound<'_, PyAny>, max_bytes: usize, max_fields: Option<usize>) -> Result<Fields> {
+    let not_mapping = || {
+        Error::new(
+            ErrorKind::InvalidMessage,
+            format!("a message must be a mapping of str to str, got {}", type_name(obj)),
+        )
+    };
+    let pairs: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = if let Ok(d) = obj.cast::<PyDict>() {
+        d.iter().collect()
+    } else {
+        let m = obj.cast::<PyMapping>().map_err(|_| not_mapping())?;
+        let items = m.items().map_err(|_| not_mapping())?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            out.push(item.extract().map_err(|_| not_mapping())?);
+        }
+        out
+    };
+    if pairs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidMessage,
+            "a message must have at least one field",
+        ));
+    }
+    if let Some(most) = max_fields {
+        validate::field_count(pairs.len(), most)?;
+    }
+    let mut out = Vec::with_capacity(pairs.len());
+    for (k, v) in &pairs {
+        let key = match str_of(k) {
+            Some(key) => key?,
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidMessage,
+                    format!("message field names must be str, got {}", type_name(k)),
+                ))
+            }
+        };
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidMessage,
+                "message field names must be non-empty",
+            ));
+        }
+        let value = match str_of(v) {
+            Some(value) => value?,
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidMessage,
+                    format!("message field {} must be a str, got {}", py_repr(&key), type_name(v)),
+                ))
+            }
+        };
+        out.push((key, value));
+    }
+    validate::fields(&out, max_bytes)?;
+    Ok(out)
+}
+
+/// The iterator of a batch argument: any iterable except a str, bytes, mapping or Message.
+pub fn iterator<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Bound<'py, PyIterator>> {
+    let py = obj.py();
+    let single = obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyByteArray>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.cast::<PyMapping>().is_ok()
+        || message_class(py).is_ok_and(|cls| obj.is_instance(cls).unwrap_or(false))
+        || stream_entry_class(py).is_ok_and(|cls| obj.is_instance(cls).unwrap_or(false));
+    if single {
+        return Err(Error::invalid(format!(
+            "{what} must be an iterable of items, not a single {}",
+            type_name(obj)
+        )));
+    }
+    obj.try_iter()
+        .map_err(|_| Error::invalid(format!("{what} must be an iterable, got {}", type_name(obj))))
+}
+
+/// The items of a batch argument (see [`iterator`]).
+fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> Result<Vec<Bound<'py, PyAny>>> {
+    iterator(obj, what)?
+        .map(|item| item.map_err(|e| Error::invalid(format!("iterating {what} failed: {e}"))))
+        .collect()
+}
+
+/// Every item checked by `check`, or each bad one as (`start` + its index, error).
+fn checked<T>(
+    items: &[Bound<'_, PyAny>],
+    start: usize,
+    check: impl Fn(&Bound<'_, PyAny>) -> Result<T>,
+) -> std::result::Result<Vec<T>, Vec<(usize, Error)>> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut errors = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match check(item) {
+            Ok(f) => out.push(f),
+            Err(e) => errors.push((start + index, e)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Every message of a batch checked by `check`; BatchError listing each bad one.
+fn batch<T>(obj: &Bound<'_, PyAny>, check: impl Fn(&Bound<'_, PyAny>) -> Result<T>) -> Result<Vec<T>> {
+    let items = items(obj, "messages")?;
+    checked(&items, 0, check).map_err(|errors| validate::batch_error(errors, items.len()))
+}
+
+/// A str argument checked by `check`; anything else gets `error(repr)`.
+fn checked_str(obj: &Bound<'_, PyAny>, check: fn(&str) -> bool, error: fn(&str) -> Error) -> Result<String> {
+    let s = obj
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_cow().ok())
+        .ok_or_else(|| error(&repr(obj)))?;
+    if check(&s) {
+        Ok(s.into_owned())
+    } else {
+        Err(error(&repr(obj)))
+    }
+}
+
+pub fn fields_dict<'py>(py: Python<'py>, fields: &Fields) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in fields {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}

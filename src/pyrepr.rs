@@ -1,0 +1,76 @@
+//! Python's `repr` of a str and of a float, for error messages worded as the pure client words them.
+
+/// A str as Python's `repr` shows it (quotes and escapes), for error messages.
+pub fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => {
+                let n = c as u32;
+                if n <= 0xff {
+                    out.push_str(&format!("\\x{n:02x}"));
+                } else if n <= 0xffff {
+                    out.push_str(&format!("\\u{n:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{n:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// A float as Python's `repr` shows it (`1.0`, `nan`, `inf`, `0.5`).
+pub fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
+    } else if v == v.trunc() && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reprs_like_python() {
+        assert_eq!(py_repr("abc"), "'abc'");
+        assert_eq!(py_repr("it's"), "\"it's\"");
+        assert_eq!(py_repr("a\nb"), "'a\\nb'");
+        assert_eq!(py_repr("'\""), "'\\'\"'");
+        assert_eq!(py_repr("\u{1}"), "'\\x01'");
+    }
+
+    #[test]
+    fn floats_like_python() {
+        assert_eq!(py_float(1.0), "1.0");
+        assert_eq!(py_float(0.5), "0.5");
+        assert_eq!(py_float(f64::NAN), "nan");
+    }
+}
