@@ -67,6 +67,8 @@ limits! {
     MAX_PREFETCH: i64 = 10_000 => Int;
     /// Most characters of the error text a worker records with a dead letter.
     MAX_ERROR_CHARS: usize = 4096 => Int;
+    /// Most handler threads or tasks one worker runs (`concurrency`).
+    MAX_CONCURRENCY: i64 = 10_000 => Int;
 }
 
 /// The oldest supported server (`redis_version` of `INFO server`; Valkey reports 7.2.4): Redis 6.2 brought
@@ -84,6 +86,6 @@ mod tests {
         assert_eq!(get("MAX_SECONDS"), Some(Limit::Float(604_800.0)));
         assert_eq!(get("MIN_LEASE"), Some(Limit::Float(0.001)));
         assert_eq!(get("MAX_RSMQ_SECONDS"), Some(Limit::Int(9_999_999)));
-        assert_eq!(ALL.len(), 19);
+        assert_eq!(ALL.len(), 20);
     }
 }

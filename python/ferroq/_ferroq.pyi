@@ -59,7 +59,8 @@ stream names), ``MAX_ID_LENGTH`` (128: message ids and owners), ``MAX_GROUP_NAME
 names), ``MAX_FIELDS`` (1000: fields of a stream message), ``MAX_DELIVERIES`` (1000000), ``MAX_DEDUP_KEY``
 (200 characters), ``MAX_DEDUP_TTL`` (2592000.0 seconds), ``MAX_RSMQ_QNAME_LENGTH`` (160), ``MAX_RSMQ_NS_LENGTH``
 (64), ``MAX_RSMQ_SECONDS`` (9999999), ``MIN_RSMQ_MAXSIZE`` (1024), ``MAX_RSMQ_MAXSIZE`` (65536),
-``MAX_PREFETCH`` (10000: a worker's prefetch), ``MAX_ERROR_CHARS`` (4096: the error text a worker records).
+``MAX_PREFETCH`` (10000: a worker's prefetch), ``MAX_ERROR_CHARS`` (4096: the error text a worker records),
+``MAX_CONCURRENCY`` (10000: a worker's handler threads or tasks). ``ferroq._limits`` reads them by name.
 """
 
 def script_hashes() -> dict[str, str]:

@@ -1,38 +1,68 @@
-"""Every bound on an argument, in one place, for the pure client, the worker and the Spark source.
-
-The Rust core has the same values (``src/protocol/validate.rs``, ``src/config.rs``, ``src/bindings/arrow.rs``);
-a flat list of ``NAME = value`` lines, so it can be read from the core's table as it is.
+"""Every bound on an argument, for the pure client, the worker and the Spark source: read by name from the
+native core's table (``ferroq._ferroq.LIMITS``, defined once in ``src/limits.rs``), so both clients check the
+same numbers. ``tests/unit/test_limits.py`` checks that every limit of the core is here.
 """
 
-# Most messages (or entries) one call may claim, read, list or return.
-MAX_COUNT = 10_000
-# Longest lease, block, delay, min_idle or timeout, in seconds (7 days).
-MAX_SECONDS = 604_800.0
-# Shortest lease, in seconds.
-MIN_LEASE = 0.001
-# Most characters of a message id, a claim owner or a worker name.
-MAX_ID_LENGTH = 128
-# Largest connection pool a client may ask for.
-MAX_POOL_SIZE = 64
-# RSMQ's bound for vt and delay, in seconds.
-MAX_RSMQ_SECONDS = 9_999_999
-# Smallest RSMQ maxsize (bytes of one message), besides -1 for unlimited.
-RSMQ_MIN_MAXSIZE = 1024
-# Largest RSMQ maxsize (bytes of one message).
-RSMQ_MAX_MAXSIZE = 65_536
-# Most characters of a consumer group or consumer name.
-MAX_GROUP_NAME = 128
-# Most fields one stream entry may have (the publish script unpacks them in one call).
-MAX_FIELDS = 1000
-# Largest max_deliveries of a consumer group.
-MAX_DELIVERIES = 1_000_000
-# Most characters of an Arrow publish's dedup key.
-MAX_DEDUP_KEY = 200
-# Longest an Arrow publish's dedup marker is kept, in seconds (30 days).
-MAX_DEDUP_TTL = 2_592_000.0
-# Most messages one worker claim may prefetch (the clients' count limit).
-MAX_PREFETCH = 10_000
-# Most characters of the error text a worker records on a dead-lettered message.
-MAX_ERROR_CHARS = 4096
-# Most handler threads or tasks one worker may run.
-MAX_CONCURRENCY = 10_000
+from __future__ import annotations
+
+from ferroq._ferroq import LIMITS
+
+#: Largest connection pool a client may ask for (pool_size).
+MAX_POOL_SIZE = int(LIMITS['MAX_POOL_SIZE'])
+
+#: Most messages sent in one script call or transaction (chunk_size).
+MAX_CHUNK_SIZE = int(LIMITS['MAX_CHUNK_SIZE'])
+
+#: Most messages (or entries) one call may claim, read, list or return.
+MAX_COUNT = int(LIMITS['MAX_COUNT'])
+
+#: Longest lease, block, delay, min_idle or timeout, in seconds (7 days).
+MAX_SECONDS = float(LIMITS['MAX_SECONDS'])
+
+#: Shortest lease, in seconds.
+MIN_LEASE = float(LIMITS['MIN_LEASE'])
+
+#: Most characters of a topic or stream name.
+MAX_NAME_LENGTH = int(LIMITS['MAX_NAME_LENGTH'])
+
+#: Most characters of a message id, a claim owner or a worker name.
+MAX_ID_LENGTH = int(LIMITS['MAX_ID_LENGTH'])
+
+#: Most characters of a consumer group or consumer name.
+MAX_GROUP_NAME_LENGTH = int(LIMITS['MAX_GROUP_NAME_LENGTH'])
+
+#: Most fields one stream entry may have.
+MAX_FIELDS = int(LIMITS['MAX_FIELDS'])
+
+#: Largest max_deliveries of a consumer group.
+MAX_DELIVERIES = int(LIMITS['MAX_DELIVERIES'])
+
+#: Most characters of an Arrow publish's dedup key.
+MAX_DEDUP_KEY = int(LIMITS['MAX_DEDUP_KEY'])
+
+#: Longest an Arrow publish's dedup marker is kept, in seconds (30 days).
+MAX_DEDUP_TTL = float(LIMITS['MAX_DEDUP_TTL'])
+
+#: Most characters of an RSMQ queue name.
+MAX_RSMQ_QNAME_LENGTH = int(LIMITS['MAX_RSMQ_QNAME_LENGTH'])
+
+#: Most characters of an RSMQ namespace.
+MAX_RSMQ_NS_LENGTH = int(LIMITS['MAX_RSMQ_NS_LENGTH'])
+
+#: RSMQ's bound for vt and delay, in seconds.
+MAX_RSMQ_SECONDS = int(LIMITS['MAX_RSMQ_SECONDS'])
+
+#: Smallest RSMQ maxsize (bytes of one message), besides -1 for unlimited.
+MIN_RSMQ_MAXSIZE = int(LIMITS['MIN_RSMQ_MAXSIZE'])
+
+#: Largest RSMQ maxsize (bytes of one message).
+MAX_RSMQ_MAXSIZE = int(LIMITS['MAX_RSMQ_MAXSIZE'])
+
+#: Most messages one worker claim may prefetch.
+MAX_PREFETCH = int(LIMITS['MAX_PREFETCH'])
+
+#: Most characters of the error text a worker records on a dead-lettered message.
+MAX_ERROR_CHARS = int(LIMITS['MAX_ERROR_CHARS'])
+
+#: Most handler threads or tasks one worker may run.
+MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferroq._limits import MAX_RSMQ_SECONDS, RSMQ_MAX_MAXSIZE, RSMQ_MIN_MAXSIZE
+from ferroq._limits import MAX_RSMQ_MAXSIZE, MAX_RSMQ_SECONDS, MIN_RSMQ_MAXSIZE
 from ferroq.exceptions import (
     BatchError,
     FerroqError,
@@ -103,10 +103,10 @@ def _maxsize(value: object) -> str:
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
-        or not (RSMQ_MIN_MAXSIZE <= value <= RSMQ_MAX_MAXSIZE or value == -1)
+        or not (MIN_RSMQ_MAXSIZE <= value <= MAX_RSMQ_MAXSIZE or value == -1)
     ):
         raise InvalidArgument(
-            f'maxsize must be an int from {RSMQ_MIN_MAXSIZE} to {RSMQ_MAX_MAXSIZE}, or -1 for unlimited, got {value!r}'
+            f'maxsize must be an int from {MIN_RSMQ_MAXSIZE} to {MAX_RSMQ_MAXSIZE}, or -1 for unlimited, got {value!r}'
         )
     return str(value)
 

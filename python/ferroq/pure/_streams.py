@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
-from ferroq._limits import MAX_DELIVERIES, MAX_FIELDS, MAX_GROUP_NAME, MAX_SECONDS
+from ferroq._limits import MAX_DELIVERIES, MAX_FIELDS, MAX_GROUP_NAME_LENGTH, MAX_SECONDS
 from ferroq.exceptions import InvalidArgument, InvalidName, QueueExists, QueueNotFound, ServerError
 from ferroq.protocol import keys
 from ferroq.pure._errors import map_error, reply_error
@@ -47,7 +47,7 @@ T = TypeVar('T')
 #: What autoclaim records on the entries it dead-letters when the caller gives no error text.
 MAX_DELIVERIES_ERROR = 'max deliveries reached'
 
-_NAME_RE = re.compile(rf'[!-~]{{1,{MAX_GROUP_NAME}}}')
+_NAME_RE = re.compile(rf'[!-~]{{1,{MAX_GROUP_NAME_LENGTH}}}')
 _ID_RE = re.compile(r'(\d{1,20})(?:-(\d{1,20}))?')
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS = timedelta(milliseconds=1)
@@ -88,10 +88,10 @@ def stream_ref(name: object) -> StreamRef:
 
 
 def check_name(name: object, what: str) -> str:
-    """A consumer group or consumer name: 1-MAX_GROUP_NAME printable ASCII characters, no spaces."""
+    """A consumer group or consumer name: 1-MAX_GROUP_NAME_LENGTH printable ASCII characters, no spaces."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidName(
-            f'invalid {what} name {name!r}: use 1-{MAX_GROUP_NAME} printable ASCII characters without spaces'
+            f'invalid {what} name {name!r}: use 1-{MAX_GROUP_NAME_LENGTH} printable ASCII characters without spaces'
         )
     return name
 
@@ -99,7 +99,7 @@ def check_name(name: object, what: str) -> str:
 def default_consumer() -> str:
     """``<hostname>-<pid>``: unique per process, so two processes never share a consumer's pending entries."""
     host = ''.join(c if '!' <= c <= '~' else '_' for c in socket.gethostname())
-    return f'{host}-{os.getpid()}'[:MAX_GROUP_NAME]
+    return f'{host}-{os.getpid()}'[:MAX_GROUP_NAME_LENGTH]
 
 
 def group_ref(

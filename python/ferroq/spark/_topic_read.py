@@ -49,7 +49,7 @@ __all__ = ['TopicReader']
 #: Ledger entries written per RPUSH.
 LEDGER_STEP = 10_000
 #: With no row limit, a micro-batch takes at most this many messages.
-MAX_BATCH = 1_000_000
+DEFAULT_BATCH_ROWS = 1_000_000
 
 
 def _owner(consumer: str, seq: int) -> str:
@@ -111,7 +111,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The most messages a micro-batch takes under ``limit``."""
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.plan.max_records_per_trigger
         if isinstance(limit, ReadAllAvailable) or rows is None:
-            rows = MAX_BATCH
+            rows = DEFAULT_BATCH_ROWS
         return rows
 
     def _plan_batch(self, raw: _conn.Raw, begin: int, rows: int) -> int:
