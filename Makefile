@@ -134,7 +134,7 @@ done
 endef
 
 .PHONY: build
-build: setup ## build the release wheel into dist/ and install it (not editable) into .venv
+build: setup ## build the release wheel (Linux: manylinux2014, zig, auditwheel-checked) into dist/ and install it into .venv
 	@rm -f dist/ferroq-*.whl
 	$(MATURIN) build --release $(if $(HOST_TARGET),$(call ZIG_ARGS,$(HOST_TARGET))) --interpreter $(PY) -o dist
 	@$(if $(HOST_TARGET),$(call check_manylinux2014,dist/ferroq-*.whl))
@@ -169,7 +169,7 @@ wheels: build smoke wheel-cross sdist ## release wheels (manylinux2014 x86_64 + 
 
 .PHONY: wheel-cross
 wheel-cross: setup $(CROSS_STAMP) ## the manylinux2014 wheel of the other architecture (aarch64 on x86_64), cross-built with zig, checked
-	test -n "$(CROSS_TARGET)"
+	@test -n "$(CROSS_TARGET)" || { echo "make wheel-cross: for Linux x86_64 and aarch64 (zig)" >&2; exit 1; }
 	rm -f $(WHEELS_DIR)/ferroq-*$(firstword $(subst -, ,$(CROSS_TARGET))).whl
 	CARGO_TARGET_DIR=$(EXTRA_TARGET_DIR) $(MATURIN) build --release $(call ZIG_ARGS,$(CROSS_TARGET)) -o $(WHEELS_DIR)
 	@$(call check_manylinux2014,$(WHEELS_DIR)/ferroq-*$(firstword $(subst -, ,$(CROSS_TARGET))).whl)
