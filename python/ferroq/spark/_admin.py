@@ -46,6 +46,8 @@ def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
     for entries in _ledger_pages(raw, ledger):
         for entry in entries:
             msg_id, _, entry_fence = entry.decode().partition(' ')
+            if not entry_fence:  # an empty fence would commit unfenced, whoever holds the message now
+                raise InvalidArgument(f'ledger {ledger} has an entry without a claim: {entry!r}')
             if entry_fence != fence or len(message_keys) >= COMMIT_MOST:
                 if message_keys:
                     flush(fence, message_keys)
