@@ -308,14 +308,18 @@ impl TopicCore {
         Ok(op(async move { rfq::purge(&pool, &keys, queue).await }, to_py))
     }
 
-    pub fn fetch_arrow_op(&self, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>) -> Result<Op> {
-        let (pool, (ids, fields)) = self
-            .core
-            .pool_after(|| Ok((message_ids(ids)?, field_names(fields, &[ID_COLUMN, DELIVERIES_COLUMN])?)))?;
+    pub fn fetch_arrow_op(&self, ids: &Bound<'_, PyAny>, fields: &Bound<'_, PyAny>, held: &Arg<'_>) -> Result<Op> {
+        let (pool, (ids, fields, held)) = self.core.pool_after(|| {
+            Ok((
+                message_ids(ids)?,
+                field_names(fields, &[ID_COLUMN, DELIVERIES_COLUMN])?,
+                flag_arg(held, "held")?,
+            ))
+        })?;
         let keys = self.keys.clone();
         let chunk = self.core.opts.chunk_size;
         Ok(op(
-            async move { crate::protocol::arrow_read::fetch(&pool, &keys, &ids, &fields, chunk).await },
+            async move { crate::protocol::arrow_read::fetch(&pool, &keys, &ids, &fields, chunk, held).await },
             batch_py,
         ))
     }
@@ -530,14 +534,16 @@ macro_rules! topic_methods {
                 $run(py, self.inner.peek_op(id))
             }
 
+            #[pyo3(signature = (ids, fields, *, held=Arg::missing()), text_signature = "(self, /, ids, fields, *, held=False)")]
             fn fetch_arrow<'py>(
                 &self,
                 py: Python<'py>,
                 ids: &Bound<'py, PyAny>,
                 fields: &Bound<'py, PyAny>,
+                held: Arg<'py>,
             ) -> PyResult<Bound<'py, PyAny>> {
                 arrow_read::need_pyarrow(py)?;
-                $run(py, self.inner.fetch_arrow_op(ids, fields))
+                $run(py, self.inner.fetch_arrow_op(ids, fields, &held))
             }
 
             #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]

@@ -94,6 +94,14 @@ impl<'a> FieldColumns<'a> {
         Ok(())
     }
 
+    /// Appends one row from the values of the fields in order (an HMGET reply).
+    fn push_values(&mut self, values: Vec<Value>) -> Result<()> {
+        for (b, v) in self.builders.iter_mut().zip(values) {
+            b.append_option(bytes(v)?);
+        }
+        Ok(())
+    }
+
     fn finish(self, fields: &mut Vec<Field>, arrays: &mut Vec<ArrayRef>) {
         for (name, mut b) in self.names.iter().zip(self.builders) {
             fields.push(Field::new(name, DataType::Binary, true));
@@ -131,53 +139,93 @@ async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
 }
 
 /// `Topic.fetch_arrow`: `_id`, `_deliveries`, then one binary column per name in `fields`, for the ids
-/// whose message still exists, in the order given. Rounds of `chunk` ids: one pipeline of HGETALLs, one
-/// HMGET of the delivery records (the claims that ended) and one SMISMEMBER of the in-flight set (a claim
-/// holding it now counts too) each.
+/// whose message still exists, in the order given. Rounds of `chunk` ids, one pipeline each: an HMGET of
+/// the fields per message (EXISTS when no field is asked for), one HMGET of the delivery records (the
+/// claims that ended) and, unless the caller's claim holds every id (`held`: it counts as one delivery), one
+/// SMISMEMBER of the in-flight set (a claim holding it now counts too). Only the fields asked for cross the
+/// wire; a message none of whose fields is there is checked with EXISTS (a rare second round trip).
 pub async fn fetch(
     pool: &Pool,
     topic: &TopicKeys,
     ids: &[String],
     fields: &[String],
     chunk: usize,
+    held: bool,
 ) -> Result<RecordBatch> {
     let mut id_col = StringBuilder::with_capacity(ids.len(), ids.len() * 32);
     let mut deliveries = Int64Builder::with_capacity(ids.len());
     let mut cols = FieldColumns::new(fields, ids.len());
     for round in ids.chunks(chunk.max(1)) {
-        let mut pipe = Pipeline::with_capacity(round.len() + 1);
+        let mut pipe = Pipeline::with_capacity(round.len() + 2);
         for id in round {
             let mut c = Cmd::new();
-            c.arg("HGETALL").arg(topic.message(id));
+            if fields.is_empty() {
+                c.arg("EXISTS").arg(topic.message(id));
+            } else {
+                c.arg("HMGET").arg(topic.message(id)).arg(fields);
+            }
             pipe.add_command(c);
         }
         let mut c = Cmd::new();
         c.arg("HMGET").arg(&topic.deliveries).arg(round);
         pipe.add_command(c);
-        let mut c = Cmd::new();
-        c.arg("SMISMEMBER").arg(&topic.inflight).arg(round);
-        pipe.add_command(c);
+        if !held {
+            let mut c = Cmd::new();
+            c.arg("SMISMEMBER").arg(&topic.inflight).arg(round);
+            pipe.add_command(c);
+        }
         let mut replies = read_pipe(pool, &pipe).await?;
-        let held = array(replies.pop().unwrap_or(Value::Nil))?;
+        let in_flight = if held {
+            None
+        } else {
+            Some(array(replies.pop().unwrap_or(Value::Nil))?)
+        };
         let records = array(replies.pop().unwrap_or(Value::Nil))?;
-        if records.len() != round.len() || held.len() != round.len() {
+        if records.len() != round.len() || in_flight.as_ref().is_some_and(|f| f.len() != round.len()) {
             return Err(Error::protocol(
                 "HMGET / SMISMEMBER of the delivery records: wrong number of values",
             ));
         }
-        for (((id, body), record), in_flight) in round.iter().zip(replies).zip(records).zip(held) {
-            let empty = match &body {
-                Value::Map(m) => m.is_empty(),
-                Value::Array(a) => a.is_empty(),
-                Value::Nil => true,
-                _ => false,
-            };
-            if empty {
-                continue; // committed (or never published): left out
+        // Each message's field values (None: it is gone), and those with no field at all to check.
+        let mut bodies: Vec<Option<Vec<Value>>> = Vec::with_capacity(round.len());
+        let mut unsure: Vec<usize> = Vec::new();
+        for (i, reply) in replies.into_iter().enumerate() {
+            if fields.is_empty() {
+                bodies.push((int(reply)? == 1).then(Vec::new));
+                continue;
             }
-            cols.push(body)?;
+            let values = array(reply)?;
+            if values.len() != fields.len() {
+                return Err(Error::protocol("HMGET of a message: wrong number of values"));
+            }
+            if values.iter().all(|v| matches!(v, Value::Nil)) {
+                unsure.push(i);
+            }
+            bodies.push(Some(values));
+        }
+        if !unsure.is_empty() {
+            let mut pipe = Pipeline::with_capacity(unsure.len());
+            for &i in &unsure {
+                let mut c = Cmd::new();
+                c.arg("EXISTS").arg(topic.message(&round[i]));
+                pipe.add_command(c);
+            }
+            for (&i, exists) in unsure.iter().zip(read_pipe(pool, &pipe).await?) {
+                if int(exists)? != 1 {
+                    bodies[i] = None;
+                }
+            }
+        }
+        let in_flight = in_flight.map(|f| f.into_iter().map(|v| int(v).map(|n| n == 1)).collect::<Result<Vec<_>>>());
+        let in_flight = in_flight.transpose()?;
+        for (i, ((id, body), record)) in round.iter().zip(bodies).zip(records).enumerate() {
+            let Some(values) = body else {
+                continue; // committed (or never published): left out
+            };
+            cols.push_values(values)?;
             id_col.append_value(id);
-            deliveries.append_value(record_count(bytes(record)?.as_deref()) + i64::from(int(in_flight)? == 1));
+            let counted = in_flight.as_ref().map_or(true, |f| f[i]);
+            deliveries.append_value(record_count(bytes(record)?.as_deref()) + i64::from(counted));
         }
     }
     let mut schema = vec![

@@ -83,6 +83,33 @@ def test_fetch_arrow_missing_fields_are_null_and_binary_values_stay_bytes(t, r):
     }
 
 
+def test_fetch_arrow_keeps_a_message_with_none_of_the_fields(t, r):
+    a, b, c = t.publish_batch([{'other': 'x'}, {'n': '2'}, {'other': 'y'}])
+    [m] = t.claim(count=1)
+    assert t.commit([m]) == [a]  # gone: left out, though HMGET of its fields looks like that of c
+    batch = t.fetch_arrow([a, b, c], ['n', 'tile'])
+    assert batch.to_pydict() == {'_id': [b, c], '_deliveries': [0, 0], 'n': [b'2', None], 'tile': [None, None]}
+
+
+def _calls(r, command: str) -> int:
+    return int(r.info('commandstats').get(f'cmdstat_{command}', {}).get('calls', 0))
+
+
+def test_fetch_arrow_held_counts_the_callers_claim_without_asking_the_in_flight_set(t, r):
+    ids = t.publish_batch([{'n': str(i)} for i in range(3)])
+    [first] = t.claim(count=1)
+    t.release([first])  # its record now counts one delivery that ended
+    held = t.claim(count=3)
+    assert sorted(m.id for m in held) == sorted(ids)
+    before = _calls(r, 'smismember')
+    batch = t.fetch_arrow(ids, ['n'], held=True)
+    assert _calls(r, 'smismember') == before
+    expected = {'_id': ids, '_deliveries': [2, 1, 1], 'n': [b'0', b'1', b'2']}
+    assert batch.to_pydict() == expected
+    assert t.fetch_arrow(ids, ['n']).to_pydict() == expected  # what the in-flight set says too
+    assert _calls(r, 'smismember') == before + 1
+
+
 def test_fetch_arrow_with_no_ids_or_no_fields(t):
     ids = t.publish_batch([{'n': '1'}])
     empty = t.fetch_arrow([], ['n'])
@@ -116,6 +143,12 @@ def test_fetch_arrow_reads_in_rounds_of_chunk_size(make_client, redis_url):
 def test_fetch_arrow_refuses_bad_arguments_before_any_io(t, r, ids, fields, match):
     with no_io(r), pytest.raises(InvalidArgument, match=match):
         t.fetch_arrow(ids, fields)
+
+
+@pytest.mark.parametrize('held', [1, None, 'yes'])
+def test_fetch_arrow_refuses_a_held_that_is_not_a_bool(t, r, held):
+    with no_io(r), pytest.raises(InvalidArgument, match='held must be a bool'):
+        t.fetch_arrow(['ok'], ['n'], held=held)
 
 
 # --- Stream.range_arrow -----------------------------------------------------------------------------------

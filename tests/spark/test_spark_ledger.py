@@ -1,6 +1,7 @@
-"""The streaming topic reader's ledger commit (no JVM needed): whole claims in one script call each, the
-ledgers of the previous layout (``<id> <delivery count>``) too, and nothing a claim no longer holds; the
-commit runs in a thread, and the next poll waits for it and raises what made it fail."""
+"""The streaming topic reader's ledger (no JVM needed): an entry per claim; its commit takes whole claims in one
+script call each, claims of the layout before batch claims (``<delivery count>`` fences) too, and nothing a
+claim no longer holds; ledgers of the previous layout (an entry per message) are carried over; the commit runs
+in a thread, and the next poll waits for it and raises what made it fail."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ import redis
 import ferroq
 from _previous import old_claim
 from ferroq.spark import _conn
-from ferroq.spark._admin import commit_ledger
+from ferroq.spark._admin import carry_over, commit_ledger
 from ferroq.spark._options import parse
 
-LEDGER = 'rfq:jobs:spark:ledger:spark:1'
+LEDGER = 'rfq:jobs:spark:claims:spark:1'
+#: The same batch's ledger in the previous layout (an entry per message).
+PREVIOUS = 'rfq:jobs:spark:ledger:spark:1'
+
+
+def _listed(r: redis.Redis, ledger: str) -> list[str]:
+    """The ids a ledger lists, in order."""
+    return [i for entry in r.lrange(ledger, 0, -1) for i in entry.split(' ')[1:]]
 
 
 def _script_calls(r: redis.Redis) -> int:
@@ -34,10 +42,13 @@ def test_commit_ledger_commits_whole_claims_and_previous_layout_entries(redis_ur
         kept = topic.claim(count=5)  # someone else's claim: the 2 left and the 2 given back
     assert {m.id for m in stale} < {m.id for m in kept}
     entries = [f'{i} 1' for i in old] + [f'{m.id} {m.claim}' for m in first + second + stale]
-    r.rpush(LEDGER, *entries)
+    r.rpush(PREVIOUS, *entries)  # the previous layout: an entry per message
+    assert carry_over(raw, PREVIOUS, LEDGER) == len(entries)
+    assert not r.exists(PREVIOUS) and r.llen(LEDGER) == 4  # a claim each: the old one, first, second, stale
+    assert _listed(r, LEDGER) == [e.split(' ')[0] for e in entries]
     calls = _script_calls(r)
     assert commit_ledger(raw, 'jobs', LEDGER) == 2 + 3 + 3
-    assert _script_calls(r) - calls == 4  # a call each: the old entries, first, second, stale
+    assert _script_calls(r) - calls == 4  # a call each
     gone = {*old, *(m.id for m in first + second)}
     assert all(not r.exists(f'rfq:jobs:message:{i}') for i in gone)
     assert set(ids) - gone == {m.id for m in kept}
@@ -64,7 +75,7 @@ def test_a_failed_background_commit_fails_the_next_poll(redis_url: str, r: redis
     third = reader.latestOffset(second, ReadMaxRows(4))
     assert third == {'seq': 3} and r.llen('rfq:jobs:nextlog') == 6  # batch 1 committed, 2 and 3 held
     assert all(not r.exists(f'rfq:jobs:message:{i}') for i in ids[:4])
-    held = r.lrange(LEDGER.replace(':1', ':2'), 0, -1)
+    held = _listed(r, LEDGER.replace(':1', ':2'))
     r.delete(LEDGER.replace(':1', ':2'))
     r.set(LEDGER.replace(':1', ':2'), 'not a ledger')  # the commit of batch 2 will fail on it
     reader.commit(second)
@@ -91,11 +102,49 @@ def test_the_batch_after_is_claimed_ahead_within_available_now(redis_url: str, r
     assert reader.latestOffset(reader.initialOffset(), ReadMaxRows(4)) == {'seq': 1}
     reader.stop()  # waits for the claim ahead
     ledger = LEDGER[:-1]
-    assert [r.llen(f'{ledger}{k}') for k in (1, 2, 3)] == [4, 4, 0]
+    assert [len(_listed(r, f'{ledger}{k}')) for k in (1, 2, 3)] == [4, 4, 0]
     again = TopicReader(plan, StructType([StructField('n', LongType())]))
     again.prepareForTriggerAvailableNow()
     assert again.latestOffset({'seq': 1}, ReadMaxRows(4)) == {'seq': 2}  # the ledger claimed ahead
     assert again.latestOffset({'seq': 2}, ReadMaxRows(4)) == {'seq': 3}
     assert again.latestOffset({'seq': 3}, ReadMaxRows(4)) == {'seq': 3}  # nothing left of this run
     again.stop()
-    assert [r.llen(f'{ledger}{k}') for k in (2, 3, 4)] == [4, 3, 0] and r.llen('rfq:jobs:backlog') == 0
+    assert [len(_listed(r, f'{ledger}{k}')) for k in (2, 3, 4)] == [4, 3, 0] and r.llen('rfq:jobs:backlog') == 0
+
+
+def test_an_entry_that_is_not_a_claim_is_refused_and_nothing_is_written(redis_url: str, r: redis.Redis) -> None:
+    from ferroq.exceptions import InvalidArgument
+
+    raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
+    r.rpush(PREVIOUS, 'a1 tok', 'a2')  # a2: no fence, which would commit unfenced
+    with pytest.raises(InvalidArgument, match='not <id> <claim>'):
+        carry_over(raw, PREVIOUS, LEDGER)
+    assert r.llen(PREVIOUS) == 2 and not r.exists(LEDGER)
+    r.rpush(LEDGER, 'lonely')  # a fence and no id
+    with pytest.raises(InvalidArgument, match='an entry that is not a claim'):
+        commit_ledger(raw, 'jobs', LEDGER)
+
+
+def test_a_planner_carries_over_a_ledger_of_the_previous_layout(redis_url: str, r: redis.Redis) -> None:
+    """A query restarted across an upgrade replays its open batch from the previous layout's ledger."""
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from ferroq.spark._topic_read import TopicReader
+
+    with ferroq.Client(redis_url) as c:
+        topic = c.topic('jobs')
+        topic.publish_batch([{'n': str(i)} for i in range(6)])
+        claimed = topic.claim(count=3, owner='spark.spark.1')  # what the previous release's planner did
+    r.rpush(PREVIOUS, *(f'{m.id} {m.claim}' for m in claimed))
+    plan = parse({'url': redis_url, 'topic': 'jobs', 'maxRecordsPerTrigger': '3'}, 'stream_read')
+    schema = StructType([StructField('n', LongType()), StructField('_id', StringType())])
+    reader = TopicReader(plan, schema)
+    assert reader.latestOffset({'seq': 0}, ReadMaxRows(3)) == {'seq': 1}
+    assert not r.exists(PREVIOUS) and _listed(r, LEDGER) == [m.id for m in claimed]
+    [part] = reader.partitions({'seq': 0}, {'seq': 1})
+    rows = [b for b in reader.read(part)]
+    assert [i for b in rows for i in b.column('_id').to_pylist()] == [m.id for m in claimed]
+    reader.commit({'seq': 1})
+    reader.stop()  # waits for the commit
+    assert all(not r.exists(f'rfq:jobs:message:{m.id}') for m in claimed) and not r.exists(LEDGER)

@@ -175,6 +175,13 @@ def spark_lock(prefix: str, consumer: str) -> str:
     return f'{prefix}lock:{consumer}'
 
 
+def spark_claims(prefix: str, consumer: str, seq: int) -> str:
+    """LIST: the claims micro-batch ``seq`` of ``consumer`` made (rfq topics), an entry each: ``<token> <id> ...``
+    (the claim's token, then its ids in claim order)."""
+    return f'{prefix}claims:{consumer}:{seq}'
+
+
 def spark_ledger(prefix: str, consumer: str, seq: int) -> str:
-    """LIST: ``<id> <token>`` of the messages micro-batch ``seq`` of ``consumer`` claimed (rfq topics)."""
+    """LIST: the previous layout of :func:`spark_claims`, an entry per message: ``<id> <token>`` (or, before batch
+    claims, ``<id> <delivery count>``). Read only to carry a query's open batches over an upgrade."""
     return f'{prefix}ledger:{consumer}:{seq}'

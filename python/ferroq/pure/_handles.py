@@ -320,8 +320,8 @@ class TopicState(Handle[_rfq.TopicKeys]):
         return _rfq.peek(self._ctx, self._ref, id)
 
     @operation
-    def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str]) -> Plan[Any]:
-        return _rfq.fetch_arrow(self._ctx, self._ref, ids, fields)
+    def fetch_arrow(self, ids: Iterable[str], fields: Iterable[str], *, held: bool = False) -> Plan[Any]:
+        return _rfq.fetch_arrow(self._ctx, self._ref, ids, fields, held)
 
     @operation
     def inspect(

@@ -353,6 +353,17 @@ def claim_reply(reply: Any, ntopics: int) -> list[tuple[int, str, int]]:
         raise ValueError('cut short') from None
 
 
+def claim_ids(reply: Any) -> tuple[str, int]:
+    """The ids of a one-topic claim-8n reply, as the reply has them (one space-separated string, oldest first),
+    and how many there are: ``('', 0)`` for an empty claim. Raises ValueError on another shape."""
+    if isinstance(reply, list) and len(reply) == 1:
+        return '', 0
+    if not isinstance(reply, list) or len(reply) < 4 or reply[1] != 1:
+        raise ValueError('not a one-topic claim reply')
+    ids = reply[2].decode() if isinstance(reply[2], bytes) else str(reply[2])
+    return ids, ids.count(' ') + 1
+
+
 def _with_bodies(ctx: Settings, name: str, topics: list[TopicKeys], token: str, reply: Any) -> Plan[list[Message]]:
     """The messages of a claim-8n (or resume-6) reply (:func:`claim_reply`), with their bodies fetched in one
     pipeline. A message whose body is gone (committed or purged by someone else after its id was queued) is
@@ -535,34 +546,54 @@ def peek(ctx: Settings, topic: TopicKeys, msg_id: str) -> Plan[dict[str, str] | 
     return reply or None
 
 
-def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object) -> Plan[Any]:
-    """Topic.fetch_arrow: bodies (HGETALL) and delivery counts (HMGET) in rounds of ``chunk_size`` ids."""
+def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object, held: object) -> Plan[Any]:
+    """Topic.fetch_arrow: in rounds of ``chunk_size`` ids, the fields asked for (an HMGET per message, EXISTS
+    when none is), the delivery records (HMGET) and, unless ``held``, the in-flight set (SMISMEMBER); a message
+    with none of the fields is checked with EXISTS."""
     import pyarrow  # noqa: F401  (before any I/O: without pyarrow the call fails at once)
 
     wanted = [check_id(i) for i in as_iterator(ids, 'ids')]
-    columns: dict[str, list[Any]] = {name: [] for name in check_field_names(fields, ('_id', '_deliveries'))}
+    names = check_field_names(fields, ('_id', '_deliveries'))
+    held = check_flag(held, 'held')
+    columns: dict[str, list[Any]] = {name: [] for name in names}
     found: list[str] = []
     counts: list[int] = []
     for lo in range(0, len(wanted), ctx.chunk_size):
         chunk = wanted[lo : lo + ctx.chunk_size]
-        commands: list[tuple[str, ...]] = [('HGETALL', topic.prefix + i) for i in chunk]
-        commands += [('HMGET', topic.deliveries, *chunk), ('SMISMEMBER', topic.inflight, *chunk)]
-        *bodies, records, held = yield from send(ctx, commands, retry_drop=True, raw=True)
+        commands: list[tuple[str, ...]] = [
+            ('HMGET', topic.prefix + i, *names) if names else ('EXISTS', topic.prefix + i) for i in chunk
+        ]
+        commands.append(('HMGET', topic.deliveries, *chunk))
+        if not held:
+            commands.append(('SMISMEMBER', topic.inflight, *chunk))
+        replies = yield from send(ctx, commands, retry_drop=True, raw=True)
+        in_flight = [1] * len(chunk) if held else replies.pop()
+        records = replies.pop()
         if not isinstance(records, list) or len(records) != len(chunk):
             raise reply_error(ctx, 'HMGET', records)
-        if not isinstance(held, list) or len(held) != len(chunk):
-            raise reply_error(ctx, 'SMISMEMBER', held)
-        for msg_id, body, record, in_flight in zip(chunk, bodies, records, held):
-            if isinstance(body, list):
-                body = pairs(body)
-            if not isinstance(body, dict):
-                raise reply_error(ctx, 'HGETALL', body)
-            if not body:
+        if not isinstance(in_flight, list) or len(in_flight) != len(chunk):
+            raise reply_error(ctx, 'SMISMEMBER', in_flight)
+        bodies: list[list[Any] | None] = []
+        for reply in replies:
+            if not names:
+                bodies.append([] if reply == 1 else None)
+            elif isinstance(reply, list) and len(reply) == len(names):
+                bodies.append(reply)
+            else:
+                raise reply_error(ctx, 'HMGET', reply)
+        unsure = [i for i, body in enumerate(bodies) if names and body is not None and all(v is None for v in body)]
+        if unsure:
+            exists = yield from send(ctx, [('EXISTS', topic.prefix + chunk[i]) for i in unsure], retry_drop=True)
+            for i, there in zip(unsure, exists):
+                if there != 1:
+                    bodies[i] = None
+        for msg_id, body, record, counted in zip(chunk, bodies, records, in_flight):
+            if body is None:
                 continue  # committed (or never published): left out
             found.append(msg_id)
-            counts.append(record_count(record) + (1 if in_flight else 0))
-            for name, values in columns.items():
-                values.append(body.get(name.encode()))
+            counts.append(record_count(record) + (1 if counted else 0))
+            for values, value in zip(columns.values(), body):
+                values.append(value)
     return arrow_batch(found, columns, counts)
 
 

@@ -13,75 +13,102 @@ from ferroq.spark._lock import LOCK_TTL_MS
 from ferroq.spark._options import parse
 from ferroq.types import Message
 
-__all__ = ['COMMIT_MOST', 'PAGE', 'commit_ledger', 'ledger_messages', 'release']
+__all__ = [
+    'COMMIT_MOST',
+    'PAGE',
+    'carry_over',
+    'claim_entry',
+    'commit_ledger',
+    'ledger_claims',
+    'ledger_messages',
+    'release',
+]
 
-#: Ledger entries read per round trip, and handed to one commit, extend or release call (which sends them in
-#: chunks of chunk_size, one pipeline).
-PAGE = 10_000
+#: Ledger entries (claims, up to chunk_size ids each) read per round trip.
+PAGE = 10
 #: The most messages one commit script call of :func:`commit_ledger` takes (a claim of the streaming reader
-#: holds at most this many, so each goes whole).
+#: holds at most chunk_size of them, so each goes whole).
 COMMIT_MOST = 10_000
+
+
+def claim_entry(fence: str, ids: str) -> str:
+    """A ledger entry: the claim's fence (its token; digits: a delivery count, a claim of the layout before batch
+    claims), then its ids (space-separated, in claim order)."""
+    return f'{fence} {ids}'
+
+
+def ledger_claims(raw: _conn.Raw, ledger: str, lo: int = 0, hi: int | None = None) -> Iterator[tuple[str, list[str]]]:
+    """``(fence, ids)`` of the ledger's entries ``[lo, hi)`` (all by default), PAGE per round trip."""
+    start = lo
+    while hi is None or start < hi:
+        stop = start + PAGE if hi is None else min(start + PAGE, hi)
+        entries: list[bytes] = raw.call('lrange', ledger, start, stop - 1)
+        for entry in entries:
+            fence, *ids = entry.decode().split(' ')
+            if not fence or not ids:  # an empty fence would commit unfenced, whoever holds the message now
+                raise InvalidArgument(f'ledger {ledger} has an entry that is not a claim: {entry[:80]!r}')
+            yield fence, ids
+        if len(entries) < stop - start:
+            return
+        start = stop
 
 
 def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
     """Commits the messages of a ledger, fenced by their claims; returns how many were committed.
 
-    The entries are grouped by claim, and each claim goes to the commit script whole, in one call and in
-    claim order (the order of its ledger entries): the script's fast path, with no work per message in Lua.
-    The ids travel only as their message keys. A ledger written before batch claims (``<id> <delivery
-    count>``) is committed by count, as :func:`ledger_messages` reads it."""
+    Each claim goes to the commit script whole, in one call and in claim order (the order of its entry): the
+    script's fast path, with no work per message in Lua. The ids travel only as their message keys. A claim of
+    the layout before batch claims (a delivery count for a fence) is committed by count."""
     t = _rfq.topic_keys(topic)
     fixed = [t.nextlog, t.leases, t.deliveries, *t.claim_keys]
     committed = 0
-
-    def flush(fence: str, message_keys: list[str]) -> None:
-        nonlocal committed
-        args = [len(t.prefix), fence, len(message_keys)]
-        reply = raw.script('commit-6n', fixed + message_keys, args, protocol='rfq')
-        if not isinstance(reply, list) or not reply:
-            raise raw.reply_error('rfq/commit-6n', reply)
-        committed += int(reply[0])
-
-    fence, message_keys = '', list[str]()
-    for entries in _ledger_pages(raw, ledger):
-        for entry in entries:
-            msg_id, _, entry_fence = entry.decode().partition(' ')
-            if not entry_fence:  # an empty fence would commit unfenced, whoever holds the message now
-                raise InvalidArgument(f'ledger {ledger} has an entry without a claim: {entry!r}')
-            if entry_fence != fence or len(message_keys) >= COMMIT_MOST:
-                if message_keys:
-                    flush(fence, message_keys)
-                fence, message_keys = entry_fence, []
-            message_keys.append(t.prefix + msg_id)
-    if message_keys:
-        flush(fence, message_keys)
+    for fence, ids in ledger_claims(raw, ledger):
+        for i in range(0, len(ids), COMMIT_MOST):
+            message_keys = [t.prefix + msg_id for msg_id in ids[i : i + COMMIT_MOST]]
+            args = [len(t.prefix), fence, len(message_keys)]
+            reply = raw.script('commit-6n', fixed + message_keys, args, protocol='rfq')
+            if not isinstance(reply, list) or not reply:
+                raise raw.reply_error('rfq/commit-6n', reply)
+            committed += int(reply[0])
     return committed
 
 
-def _ledger_pages(raw: _conn.Raw, ledger: str) -> Iterator[list[bytes]]:
-    """The entries of a ledger, PAGE per round trip."""
-    start = 0
-    while True:
-        entries: list[bytes] = raw.call('lrange', ledger, start, start + PAGE - 1)
-        if entries:
-            yield entries
-        if len(entries) < PAGE:
-            return
-        start += PAGE
-
-
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
-    """The ``<id> <claim>`` entries of a ledger, as Messages (no fields) in pages of PAGE. A ledger written before
-    batch claims holds ``<id> <delivery count>`` instead: those Messages are fenced by the count."""
-    for entries in _ledger_pages(raw, ledger):
-        page = []
-        for entry in entries:
-            mid, _, fence = entry.decode().partition(' ')
-            if fence.isdigit():
-                page.append(Message(mid, topic, {}, int(fence)))
-            else:
-                page.append(Message(mid, topic, {}, 0, fence))
-        yield page
+    """The ledger's messages (no fields), a page per claim: fenced by the claim's token, or by the delivery count
+    of a claim of the layout before batch claims."""
+    for fence, ids in ledger_claims(raw, ledger):
+        if fence.isdigit():
+            yield [Message(i, topic, {}, int(fence)) for i in ids]
+        else:
+            yield [Message(i, topic, {}, 0, fence) for i in ids]
+
+
+def carry_over(raw: _conn.Raw, previous: str, ledger: str) -> int:
+    """Rewrites a ledger of the previous layout (``previous``: an entry per message, ``<id> <fence>``) as
+    ``ledger`` (an entry per claim), in one transaction; returns how many messages it lists.
+
+    Consecutive entries with the same fence become one claim, so a replay reads the same messages in the same
+    order. Raises InvalidArgument, writing nothing, for an entry without a fence."""
+    entries: list[bytes] = raw.call('lrange', previous, 0, -1)
+    claims: list[tuple[str, list[str]]] = []
+    for entry in entries:
+        msg_id, _, fence = entry.decode().partition(' ')
+        if not fence or ' ' in fence:
+            raise InvalidArgument(f'ledger {previous} has an entry that is not <id> <claim>: {entry[:80]!r}')
+        if not claims or claims[-1][0] != fence:
+            claims.append((fence, []))
+        claims[-1][1].append(msg_id)
+
+    def rewrite(r: Any) -> None:
+        pipe = r.pipeline(transaction=True)
+        pipe.delete(ledger)
+        if claims:
+            pipe.rpush(ledger, *(claim_entry(fence, ' '.join(ids)) for fence, ids in claims))
+        pipe.delete(previous)
+        pipe.execute()
+
+    raw.run(rewrite)
+    return len(entries)
 
 
 def release(url: str, topic: str, consumer: str = 'spark', *, force: bool = False, **client_options: Any) -> int:
@@ -105,10 +132,15 @@ def release(url: str, topic: str, consumer: str = 'spark', *, force: bool = Fals
             f'{LOCK_TTL_MS // 1000} s ago): stop it first, or force the release'
         )
     handle = _conn.native(plan.connection).topic(topic)
-    pattern = keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'
     released = 0
-    for ledger in raw.run(lambda r: list(r.scan_iter(match=pattern))):
+    for previous in _matching(raw, keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'):
+        carry_over(raw, previous, keys.spark_claims(prefix, consumer, int(previous.rsplit(':', 1)[1])))
+    for ledger in _matching(raw, keys.spark_claims(prefix, consumer, 0)[:-1] + '*'):
         for page in ledger_messages(raw, topic, ledger):
             released += len(handle.release(page))
         raw.call('delete', ledger)
     return released
+
+
+def _matching(raw: _conn.Raw, pattern: str) -> list[str]:
+    return [k.decode() for k in raw.run(lambda r: list(r.scan_iter(match=pattern)))]

@@ -163,19 +163,22 @@ def _snapshot_ids(raw: _conn.Raw, span: Span) -> Iterator[list[str]]:
 
 
 def topic_batches(
-    conn: Connection, topic: str, pages: Iterable[list[str]], schema: StructType
+    conn: Connection, topic: str, pages: Iterable[list[str]], schema: StructType, held: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """The messages of each page of ids that still exist, a batch of ``schema`` per page (none if empty)."""
+    """The messages of each page of ids that still exist, a batch of ``schema`` per page (none if empty).
+    ``held``: the reader's own claims hold them all (``Topic.fetch_arrow``'s option)."""
     handle = _conn.native(conn).topic(topic)
     for ids in pages:
-        batch = topic_batch(handle, ids, schema, topic)
+        batch = topic_batch(handle, ids, schema, topic, held)
         if batch.num_rows:
             yield batch
 
 
-def topic_batch(handle: TopicProtocol, ids: list[str], schema: StructType, topic: str) -> pa.RecordBatch:
+def topic_batch(
+    handle: TopicProtocol, ids: list[str], schema: StructType, topic: str, held: bool = False
+) -> pa.RecordBatch:
     """The messages of ``ids`` that still exist (``Topic.fetch_arrow``) as a batch of ``schema``."""
-    return typed_batch(handle.fetch_arrow(ids, field_names(schema)), schema, topic, _rfq_published)
+    return typed_batch(handle.fetch_arrow(ids, field_names(schema), held=held), schema, topic, _rfq_published)
 
 
 def _rfq_published(ids: pa.Array) -> pa.Array:

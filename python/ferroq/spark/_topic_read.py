@@ -2,9 +2,12 @@
 
 Offsets are micro-batch numbers, ``{"seq": k}``. Planning batch k claims up to ``maxRecordsPerTrigger``
 messages with ferroq's own claim (a lease of ``claimTtl``, the owner ``spark.<consumer>.<k>``, delivery
-counts: plain rfq tools, ``inspect`` and the harvester see them as in flight) and lists ``<id> <claim>`` of
-each in the batch's ledger, ``rfq:<topic>:spark:ledger:<consumer>:<k>``. The executors read the ledger's
-index ranges and the bodies. A batch replayed after a failure reads the same ledger: the same messages.
+counts: plain rfq tools, ``inspect`` and the harvester see them as in flight) and lists each claim, ``<token>
+<id> <id> ...``, in the batch's ledger, ``rfq:<topic>:spark:claims:<consumer>:<k>``: an entry per claim of
+chunk_size messages, so neither the planner nor the executors do any work per message to write or read it.
+The executors read index ranges of the ledger and the bodies. A batch replayed after a failure reads the
+same ledger: the same messages. A planner that starts rewrites the ledgers a previous release left (an entry
+per message, ``...:spark:ledger:<consumer>:<k>``) in this layout first.
 
 When Spark commits batch k (one batch late: Spark commits a batch when it plans the next), its messages
 are committed, fenced by their claim, and its ledger is deleted. The leases of the ledgers still open are
@@ -23,6 +26,7 @@ requeues them): :func:`ferroq.spark.release` gives them back at once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -35,7 +39,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from ferroq.protocol import keys
 from ferroq.pure import _rfq, _validation
 from ferroq.spark import _conn, _lock
-from ferroq.spark._admin import commit_ledger, ledger_messages
+from ferroq.spark._admin import carry_over, claim_entry, commit_ledger, ledger_claims, ledger_messages
 from ferroq.spark._options import Plan
 from ferroq.spark._read import Span, topic_batches
 from ferroq.spark._rows import BATCH_ROWS
@@ -46,8 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ['TopicReader']
 
-#: Ledger entries written per RPUSH.
-LEDGER_STEP = 10_000
+#: Ledger entries (claims) written per RPUSH.
+LEDGER_STEP = 100
 #: With no row limit, a micro-batch takes at most this many messages.
 DEFAULT_BATCH_ROWS = 1_000_000
 
@@ -72,7 +76,7 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._claiming = _InThread('ferroq-spark-claim')  # the claim of the batch after
 
     def _ledger(self, seq: int) -> str:
-        return keys.spark_ledger(self.prefix, self.plan.consumer, seq)
+        return keys.spark_claims(self.prefix, self.plan.consumer, seq)
 
     def _topic(self) -> Any:
         return _conn.native(self.plan.connection).topic(self.plan.target.name)
@@ -138,9 +142,13 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         instead of ``Topic.claim``, which would fetch every body."""
         owner, lease = _owner(self.plan.consumer, seq), self.plan.claim_ttl
         entries: list[str] = []
+        n = 0
         if not self._checked_orphans:
-            # Claims of a planner that died before writing this ledger: they come back under a new claim.
-            entries = [f'{m.id} {m.claim}' for m in self._topic().resume(owner, lease=lease)][:rows]
+            # Claims of a planner that died before writing this ledger: they come back under one new claim.
+            resumed = self._topic().resume(owner, lease=lease)
+            for token, claim in itertools.groupby(resumed, key=lambda m: m.claim or ''):
+                entries.append(claim_entry(token, ' '.join(m.id for m in claim)))
+            n = len(resumed)
             self._checked_orphans = True
         topic = _rfq.topic_keys(self.plan.target.name)
         lease_ms = str(_validation.check_lease(lease))
@@ -148,25 +156,36 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # call (commit_ledger). Measured per 100k messages: claims of 1000 cost the server less than claims
         # of 10,000, both to make and to commit.
         step = self.plan.connection.chunk_size
-        while len(entries) < rows:
+        while n < rows:
             token = _rfq.new_claim_token()
-            args = [min(step, rows - len(entries)), lease_ms, '', owner, token]
+            args = [min(step, rows - n), lease_ms, '', owner, token]
             reply = raw.script('claim-8n', topic.eight, args, protocol='rfq')
             try:
-                got = _rfq.claim_reply(reply, 1)
+                ids, count = _rfq.claim_ids(reply)
             except ValueError:
                 raise raw.reply_error('rfq/claim-8n', reply) from None
-            if not got:
+            if not count:
                 break
-            entries += [f'{msg_id} {token}' for _, msg_id, _ in got]
+            entries.append(claim_entry(token, ids))
+            n += count
         for i in range(0, len(entries), LEDGER_STEP):
             raw.call('rpush', self._ledger(seq), *entries[i : i + LEDGER_STEP])
-        return len(entries)
+        return n
+
+    def _carried_over(self, raw: _conn.Raw, seq: int) -> bool:
+        """Whether batch ``seq`` has a ledger, after rewriting one of the previous layout (an entry per message,
+        left by the previous release) in this one."""
+        previous = keys.spark_ledger(self.prefix, self.plan.consumer, seq)
+        if int(raw.call('exists', previous)):
+            carry_over(raw, previous, self._ledger(seq))
+        return bool(int(raw.call('exists', self._ledger(seq))))
 
     def _track_open_ledgers(self, raw: _conn.Raw, begin: int) -> None:
-        """A planner that starts (a restarted query) renews the leases of the ledgers still open, from now on."""
+        """A planner that starts (a restarted query) renews the leases of the ledgers still open, from now on: the
+        batch claimed ahead, and those up to ``begin`` that Spark has not committed."""
+        self._carried_over(raw, begin + 1)
         seq = begin
-        while seq > 0 and int(raw.call('exists', self._ledger(seq))):
+        while seq > 0 and self._carried_over(raw, seq):
             self._renewed.setdefault(seq, time.monotonic())
             seq -= 1
 
@@ -179,8 +198,8 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._renewed.pop(seq)
             elif now - self._renewed[seq] >= due:
                 topic = self._topic()
-                for page in ledger_messages(raw, self.plan.target.name, self._ledger(seq)):
-                    topic.extend(page, lease=self.plan.claim_ttl)
+                for claim in ledger_messages(raw, self.plan.target.name, self._ledger(seq)):
+                    topic.extend(claim, lease=self.plan.claim_ttl)
                 self._renewed[seq] = now
 
     def reportLatestOffset(self) -> dict[str, int] | None:
@@ -230,7 +249,9 @@ class TopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, Span)
         raw = _conn.raw(self.plan.connection)
-        yield from topic_batches(self.plan.connection, self.plan.target.name, _ledger_ids(raw, partition), self.schema)
+        # The batch's claims hold every message it lists: each counts as one delivery of its claim.
+        ids = _ledger_ids(raw, partition)
+        yield from topic_batches(self.plan.connection, self.plan.target.name, ids, self.schema, held=True)
 
 
 class _InThread:
@@ -262,7 +283,12 @@ class _InThread:
 
 
 def _ledger_ids(raw: _conn.Raw, span: Span) -> Iterator[list[str]]:
-    """The message ids of a ledger's entries [lo, hi), in pages of BATCH_ROWS."""
-    for lo in range(span.lo, span.hi, BATCH_ROWS):
-        entries: list[bytes] = raw.call('lrange', span.snapshot, lo, min(lo + BATCH_ROWS, span.hi) - 1)
-        yield [e.split(b' ', 1)[0].decode() for e in entries]
+    """The message ids of a ledger's entries (claims) [lo, hi), in pages of BATCH_ROWS or a little more."""
+    page: list[str] = []
+    for _, ids in ledger_claims(raw, span.snapshot, span.lo, span.hi):
+        page += ids
+        if len(page) >= BATCH_ROWS:
+            yield page
+            page = []
+    if page:
+        yield page
