@@ -13,10 +13,12 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from ferroq.exceptions import InvalidArgument
 
 START_TIMEOUT = 10.0
 #: Where `make servers` (.ci/servers.py) puts the Redis and Valkey binaries of other versions, one folder each.
@@ -160,6 +162,14 @@ def no_io(r: object) -> Iterator[None]:
     yield
     assert operation_commands(before, commandstats(r)) == {}
     assert r.dbsize() == size  # type: ignore[attr-defined]
+
+
+def assert_refused(r: object, *calls: Callable[[], object]) -> None:
+    """Each call raises InvalidArgument, and none of them runs a command on Redis."""
+    with no_io(r):
+        for call in calls:
+            with pytest.raises(InvalidArgument):
+                call()
 
 
 class NotRedisServer:

@@ -240,16 +240,13 @@ def _cmd_stats(args: argparse.Namespace, client: ClientProtocol) -> int:
     return 0
 
 
+def _attrs(value: object, *names: str) -> dict[str, object]:
+    """The attributes ``names`` of ``value``, in that order: its JSON record."""
+    return {name: getattr(value, name) for name in names}
+
+
 def _stats_dict(s: TopicStats) -> dict[str, object]:
-    return {
-        'topic': s.topic,
-        'backlog': s.backlog,
-        'nextlog': s.nextlog,
-        'leased': s.leased,
-        'expired': s.expired,
-        'delayed': s.delayed,
-        'oldest_age': s.oldest_age,
-    }
+    return _attrs(s, 'topic', 'backlog', 'nextlog', 'leased', 'expired', 'delayed', 'oldest_age')
 
 
 def _cmd_purge(args: argparse.Namespace, client: ClientProtocol) -> int:
@@ -500,14 +497,7 @@ def _stream_info(args: argparse.Namespace, client: ClientProtocol) -> int:
 
 
 def _group_dict(g: GroupInfo) -> dict[str, object]:
-    return {
-        'group': g.name,
-        'consumers': g.consumers,
-        'pending': g.pending,
-        'last_delivered_id': g.last_delivered_id,
-        'entries_read': g.entries_read,
-        'lag': g.lag,
-    }
+    return {'group': g.name, **_attrs(g, 'consumers', 'pending', 'last_delivered_id', 'entries_read', 'lag')}
 
 
 def _stream_groups(args: argparse.Namespace, client: ClientProtocol) -> int:

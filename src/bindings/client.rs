@@ -17,140 +17,118 @@ use crate::bindings::topic::{AsyncTopic, Topic, TopicCore};
 /// the context manager protocol of each kind).
 macro_rules! client_methods {
     ($class:ident, $label:literal, $run:path, $topic:ident, $rsmq:ident, $stream:ident, { $($extra:tt)* }) => {
-        #[pymethods]
-        impl $class {
-            #[new]
-            #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=None))]
-            #[pyo3(
-                text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=False)"
-            )]
-            #[allow(clippy::too_many_arguments)]
-            fn new(
-                py: Python<'_>,
-                url: Option<&Bound<'_, PyAny>>,
-                pool_size: Arg<'_>,
-                connect_timeout: Arg<'_>,
-                command_timeout: Arg<'_>,
-                max_message_bytes: Arg<'_>,
-                chunk_size: Arg<'_>,
-                client_name: Option<&Bound<'_, PyAny>>,
-                username: Option<Bound<'_, PyAny>>,
-                password: Option<Bound<'_, PyAny>>,
-                password_file: Option<Bound<'_, PyAny>>,
-                tls_ca_file: Option<Bound<'_, PyAny>>,
-                tls_cert_file: Option<Bound<'_, PyAny>>,
-                tls_key_file: Option<Bound<'_, PyAny>>,
-                tls_insecure_skip_verify: Option<Bound<'_, PyAny>>,
-            ) -> PyResult<Self> {
-                let args = ClientArgs {
-                    url,
-                    pool_size,
-                    connect_timeout,
-                    command_timeout,
-                    max_message_bytes,
-                    chunk_size,
-                    client_name,
-                    connection: [
-                        username,
-                        password,
-                        password_file,
-                        tls_ca_file,
-                        tls_cert_file,
-                        tls_key_file,
-                        tls_insecure_skip_verify,
-                    ],
-                };
-                let core = Core::new(py, args)?;
-                Ok(Self { core: Arc::new(core) })
+        py_methods! {
+            $class, $run, core,
+            {
+                #[new]
+                #[pyo3(signature = (url=None, *, pool_size=Arg::missing(), connect_timeout=Arg::missing(), command_timeout=Arg::missing(), max_message_bytes=Arg::missing(), chunk_size=Arg::missing(), client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=None))]
+                #[pyo3(
+                    text_signature = "(url=None, *, pool_size=2, connect_timeout=5.0, command_timeout=10.0, max_message_bytes=1048576, chunk_size=1000, client_name=None, username=None, password=None, password_file=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, tls_insecure_skip_verify=False)"
+                )]
+                #[allow(clippy::too_many_arguments)]
+                fn new(
+                    py: Python<'_>,
+                    url: Option<&Bound<'_, PyAny>>,
+                    pool_size: Arg<'_>,
+                    connect_timeout: Arg<'_>,
+                    command_timeout: Arg<'_>,
+                    max_message_bytes: Arg<'_>,
+                    chunk_size: Arg<'_>,
+                    client_name: Option<&Bound<'_, PyAny>>,
+                    username: Option<Bound<'_, PyAny>>,
+                    password: Option<Bound<'_, PyAny>>,
+                    password_file: Option<Bound<'_, PyAny>>,
+                    tls_ca_file: Option<Bound<'_, PyAny>>,
+                    tls_cert_file: Option<Bound<'_, PyAny>>,
+                    tls_key_file: Option<Bound<'_, PyAny>>,
+                    tls_insecure_skip_verify: Option<Bound<'_, PyAny>>,
+                ) -> PyResult<Self> {
+                    let args = ClientArgs {
+                        url,
+                        pool_size,
+                        connect_timeout,
+                        command_timeout,
+                        max_message_bytes,
+                        chunk_size,
+                        client_name,
+                        connection: [
+                            username,
+                            password,
+                            password_file,
+                            tls_ca_file,
+                            tls_cert_file,
+                            tls_key_file,
+                            tls_insecure_skip_verify,
+                        ],
+                    };
+                    let core = Core::new(py, args)?;
+                    Ok(Self { core: Arc::new(core) })
+                }
+
+                #[getter]
+                fn url(&self) -> String {
+                    self.core.opts.redacted.clone()
+                }
+
+                fn __repr__(&self) -> String {
+                    self.core.repr($label)
+                }
+
+                fn topic(&self, name: &Bound<'_, PyAny>) -> PyResult<$topic> {
+                    let keys = self.core.topic(name)?;
+                    Ok($topic {
+                        inner: TopicCore {
+                            core: self.core.clone(),
+                            keys,
+                        },
+                    })
+                }
+
+                fn streams<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                    $run(py, stream::streams_op(&self.core))
+                }
+
+                #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
+                fn rsmq(&self, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<$rsmq> {
+                    Ok($rsmq {
+                        inner: RsmqCore::new(&self.core, qname, &ns, &realtime)?,
+                    })
+                }
+
+                fn stream(&self, name: &Bound<'_, PyAny>) -> PyResult<$stream> {
+                    Ok($stream {
+                        inner: StreamCore::new(&self.core, name)?,
+                    })
+                }
+
+                #[pyo3(signature = (ns=Arg::missing()), text_signature = "(self, /, ns='rsmq')")]
+                fn rsmq_queues<'py>(&self, py: Python<'py>, ns: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
+                    $run(py, rsmq::queues_op(&self.core, &ns))
+                }
+
+                $($extra)*
             }
 
-            #[getter]
-            fn url(&self) -> String {
-                self.core.opts.redacted.clone()
-            }
-
-            fn __repr__(&self) -> String {
-                self.core.repr($label)
-            }
-
-            fn topic(&self, name: &Bound<'_, PyAny>) -> PyResult<$topic> {
-                let keys = self.core.topic(name)?;
-                Ok($topic {
-                    inner: TopicCore {
-                        core: self.core.clone(),
-                        keys,
-                    },
-                })
-            }
-
-            fn topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.topics_op())
-            }
-
-            fn streams<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, stream::streams_op(&self.core))
-            }
-
-            #[pyo3(signature = (qname, ns=Arg::missing(), *, realtime=Arg::missing()), text_signature = "(self, /, qname, ns='rsmq', *, realtime=False)")]
-            fn rsmq(&self, qname: &Bound<'_, PyAny>, ns: Arg<'_>, realtime: Arg<'_>) -> PyResult<$rsmq> {
-                Ok($rsmq {
-                    inner: RsmqCore::new(&self.core, qname, &ns, &realtime)?,
-                })
-            }
-
-            fn stream(&self, name: &Bound<'_, PyAny>) -> PyResult<$stream> {
-                Ok($stream {
-                    inner: StreamCore::new(&self.core, name)?,
-                })
-            }
-
-            #[pyo3(signature = (ns=Arg::missing()), text_signature = "(self, /, ns='rsmq')")]
-            fn rsmq_queues<'py>(&self, py: Python<'py>, ns: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, rsmq::queues_op(&self.core, &ns))
-            }
+            fn topics() => topics_op();
 
             #[pyo3(signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, topics, count=1, block=None, lease=30.0, owner=None)")]
-            fn claim<'py>(
-                &self,
-                py: Python<'py>,
+            fn claim(
                 topics: &Bound<'py, PyAny>,
                 count: Arg<'py>,
                 block: Option<&Bound<'py, PyAny>>,
                 lease: Arg<'py>,
                 owner: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.claim_op(topics, &count, block, &lease, owner))
-            }
+            ) => claim_op(topics, &count, block, &lease, owner);
 
-            fn commit<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.commit_op(messages))
-            }
+            fn commit(messages: &Bound<'py, PyAny>) => commit_op(messages);
 
             #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
-            fn extend<'py>(
-                &self,
-                py: Python<'py>,
-                messages: &Bound<'py, PyAny>,
-                lease: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.extend_op(messages, &lease))
-            }
+            fn extend(messages: &Bound<'py, PyAny>, lease: Arg<'py>) => extend_op(messages, &lease);
 
             #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
-            fn release<'py>(
-                &self,
-                py: Python<'py>,
-                messages: &Bound<'py, PyAny>,
-                delay: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.release_op(messages, &delay))
-            }
+            fn release(messages: &Bound<'py, PyAny>, delay: Arg<'py>) => release_op(messages, &delay);
 
-            fn ping<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.core.ping_op())
-            }
-
-            $($extra)*
+            fn ping() => ping_op();
         }
     };
 }

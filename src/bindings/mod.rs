@@ -2,7 +2,11 @@
 //!
 //! `core` (arguments, operations, the sync runner, a client's pool) and `asyncio` (the asyncio runner)
 //! know no handle type; each protocol's handles (`topic`, `rsmq`, `stream`) build on them, and `client`
-//! makes those handles. Each sync class and its asyncio twin come from one macro over one `...Core`.
+//! makes those handles. Each sync class and its asyncio twin come from one macro over one `...Core`, and
+//! `methods` (`py_methods!`, first: the others use it) writes the methods that only run an operation.
+
+#[macro_use]
+mod methods;
 
 pub mod arrow;
 pub mod arrow_read;

@@ -259,143 +259,91 @@ pub fn queues_op(core: &Core, ns: &Arg<'_>) -> Result<Op> {
 /// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result.
 macro_rules! rsmq_methods {
     ($class:ident, $label:literal, $run:path) => {
-        #[pymethods]
-        impl $class {
-            #[getter]
-            fn name(&self) -> String {
-                self.inner.queue.keys.name.clone()
-            }
+        py_methods! {
+            $class, $run, inner,
+            {
+                #[getter]
+                fn name(&self) -> String {
+                    self.inner.queue.keys.name.clone()
+                }
 
-            #[getter]
-            fn ns(&self) -> String {
-                self.inner.queue.keys.ns.clone()
-            }
+                #[getter]
+                fn ns(&self) -> String {
+                    self.inner.queue.keys.ns.clone()
+                }
 
-            #[getter]
-            fn realtime(&self) -> bool {
-                self.inner.queue.realtime
-            }
+                #[getter]
+                fn realtime(&self) -> bool {
+                    self.inner.queue.realtime
+                }
 
-            fn __repr__(&self) -> String {
-                self.inner.repr($label)
+                fn __repr__(&self) -> String {
+                    self.inner.repr($label)
+                }
             }
 
             #[pyo3(signature = (vt=Arg::missing(), delay=Arg::missing(), maxsize=Arg::missing(), *, max_receives=None, dead_letter=None), text_signature = "(self, /, vt=30, delay=0, maxsize=65536, *, max_receives=None, dead_letter=None)")]
-            fn create<'py>(
-                &self,
-                py: Python<'py>,
+            fn create(
                 vt: Arg<'py>,
                 delay: Arg<'py>,
                 maxsize: Arg<'py>,
                 max_receives: Option<&Bound<'py, PyAny>>,
                 dead_letter: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.create_op(&vt, &delay, &maxsize, max_receives, dead_letter))
-            }
+            ) => create_op(&vt, &delay, &maxsize, max_receives, dead_letter);
 
-            fn delete_queue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.delete_queue_op())
-            }
+            fn delete_queue() => delete_queue_op();
 
-            fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.attributes_op())
-            }
+            fn attributes() => attributes_op();
 
             #[pyo3(signature = (vt=None, delay=None, maxsize=None, *, max_receives=None, dead_letter=None))]
-            fn set_attributes<'py>(
-                &self,
-                py: Python<'py>,
+            fn set_attributes(
                 vt: Option<&Bound<'py, PyAny>>,
                 delay: Option<&Bound<'py, PyAny>>,
                 maxsize: Option<&Bound<'py, PyAny>>,
                 max_receives: Option<&Bound<'py, PyAny>>,
                 dead_letter: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(
-                    py,
-                    self.inner
-                        .set_attributes_op(vt, delay, maxsize, max_receives, dead_letter),
-                )
-            }
+            ) => set_attributes_op(vt, delay, maxsize, max_receives, dead_letter);
 
             #[pyo3(signature = (message, delay=None))]
-            fn send<'py>(
-                &self,
-                py: Python<'py>,
-                message: &Bound<'py, PyAny>,
-                delay: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.send_op(message, delay))
-            }
+            fn send(message: &Bound<'py, PyAny>, delay: Option<&Bound<'py, PyAny>>) => send_op(message, delay);
 
             #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), value_column=None, delay=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, value_column=None, delay=None)")]
-            fn send_arrow<'py>(
-                &self,
-                py: Python<'py>,
+            fn send_arrow(
                 data: &Bound<'py, PyAny>,
                 dedup_key: Option<&Bound<'py, PyAny>>,
                 dedup_ttl: Arg<'py>,
                 value_column: Option<&Bound<'py, PyAny>>,
                 delay: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.send_arrow_op(data, dedup_key, &dedup_ttl, value_column, delay))
-            }
+            ) => send_arrow_op(data, dedup_key, &dedup_ttl, value_column, delay);
 
             #[pyo3(signature = (messages, delay=None))]
-            fn send_batch<'py>(
-                &self,
-                py: Python<'py>,
+            fn send_batch(
                 messages: &Bound<'py, PyAny>,
                 delay: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.send_batch_op(messages, delay))
-            }
+            ) => send_batch_op(messages, delay);
 
             #[pyo3(signature = (vt=None, block=None))]
-            fn receive<'py>(
-                &self,
-                py: Python<'py>,
+            fn receive(
                 vt: Option<&Bound<'py, PyAny>>,
                 block: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.take_op(None, vt, block, false))
-            }
+            ) => take_op(None, vt, block, false);
 
             #[pyo3(signature = (count, vt=None, block=None))]
-            fn receive_batch<'py>(
-                &self,
-                py: Python<'py>,
+            fn receive_batch(
                 count: &Bound<'py, PyAny>,
                 vt: Option<&Bound<'py, PyAny>>,
                 block: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.take_op(Some(count), vt, block, false))
-            }
+            ) => take_op(Some(count), vt, block, false);
 
-            fn pop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.take_op(None, None, None, true))
-            }
+            fn pop() => take_op(None, None, None, true);
 
-            fn pop_batch<'py>(&self, py: Python<'py>, count: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.take_op(Some(count), None, None, true))
-            }
+            fn pop_batch(count: &Bound<'py, PyAny>) => take_op(Some(count), None, None, true);
 
-            fn delete<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.delete_op(id))
-            }
+            fn delete(id: &Bound<'py, PyAny>) => delete_op(id);
 
-            fn delete_batch<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.delete_batch_op(ids))
-            }
+            fn delete_batch(ids: &Bound<'py, PyAny>) => delete_batch_op(ids);
 
-            fn change_visibility<'py>(
-                &self,
-                py: Python<'py>,
-                id: &Bound<'py, PyAny>,
-                vt: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.change_visibility_op(id, vt))
-            }
+            fn change_visibility(id: &Bound<'py, PyAny>, vt: &Bound<'py, PyAny>) => change_visibility_op(id, vt);
         }
     };
 }

@@ -437,62 +437,66 @@ impl GroupCore {
 /// `group()` makes a `$group`.
 macro_rules! stream_methods {
     ($class:ident, $label:literal, $run:path, $group:ident) => {
-        #[pymethods]
-        impl $class {
-            #[getter]
-            fn name(&self) -> String {
-                self.inner.keys.name.clone()
-            }
+        py_methods! {
+            $class, $run, inner,
+            {
+                #[getter]
+                fn name(&self) -> String {
+                    self.inner.keys.name.clone()
+                }
 
-            fn __repr__(&self) -> String {
-                self.inner.repr($label)
-            }
+                fn __repr__(&self) -> String {
+                    self.inner.repr($label)
+                }
 
-            #[pyo3(signature = (name, consumer=None, *, max_deliveries=None, dead_letter=None))]
-            fn group(
-                &self,
-                name: &Bound<'_, PyAny>,
-                consumer: Option<&Bound<'_, PyAny>>,
-                max_deliveries: Option<&Bound<'_, PyAny>>,
-                dead_letter: Option<&Bound<'_, PyAny>>,
-            ) -> PyResult<$group> {
-                Ok($group {
-                    inner: self
-                        .inner
-                        .group(name, consumer, max_deliveries, dead_letter)
-                        ?,
-                })
+                #[pyo3(signature = (name, consumer=None, *, max_deliveries=None, dead_letter=None))]
+                fn group(
+                    &self,
+                    name: &Bound<'_, PyAny>,
+                    consumer: Option<&Bound<'_, PyAny>>,
+                    max_deliveries: Option<&Bound<'_, PyAny>>,
+                    dead_letter: Option<&Bound<'_, PyAny>>,
+                ) -> PyResult<$group> {
+                    Ok($group {
+                        inner: self
+                            .inner
+                            .group(name, consumer, max_deliveries, dead_letter)
+                            ?,
+                    })
+                }
+
+                fn range_arrow<'py>(
+                    &self,
+                    py: Python<'py>,
+                    start: &Bound<'py, PyAny>,
+                    end: &Bound<'py, PyAny>,
+                    count: &Bound<'py, PyAny>,
+                    fields: &Bound<'py, PyAny>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    arrow_read::need_pyarrow(py)?;
+                    $run(py, self.inner.range_arrow_op(start, end, count, fields))
+                }
             }
 
             #[pyo3(signature = (fields, *, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, fields, *, maxlen=None, max_age=None, approximate=True)")]
-            fn publish<'py>(
-                &self,
-                py: Python<'py>,
+            fn publish(
                 fields: &Bound<'py, PyAny>,
                 maxlen: Option<&Bound<'py, PyAny>>,
                 max_age: Option<&Bound<'py, PyAny>>,
                 approximate: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.publish_op(fields, maxlen, max_age, &approximate))
-            }
+            ) => publish_op(fields, maxlen, max_age, &approximate);
 
             #[pyo3(signature = (messages, *, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, messages, *, maxlen=None, max_age=None, approximate=True)")]
-            fn publish_batch<'py>(
-                &self,
-                py: Python<'py>,
+            fn publish_batch(
                 messages: &Bound<'py, PyAny>,
                 maxlen: Option<&Bound<'py, PyAny>>,
                 max_age: Option<&Bound<'py, PyAny>>,
                 approximate: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.publish_batch_op(messages, maxlen, max_age, &approximate))
-            }
+            ) => publish_batch_op(messages, maxlen, max_age, &approximate);
 
             #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), value_column=None, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, value_column=None, maxlen=None, max_age=None, approximate=True)")]
             #[allow(clippy::too_many_arguments)]
-            fn publish_arrow<'py>(
-                &self,
-                py: Python<'py>,
+            fn publish_arrow(
                 data: &Bound<'py, PyAny>,
                 dedup_key: Option<&Bound<'py, PyAny>>,
                 dedup_ttl: Arg<'py>,
@@ -500,60 +504,25 @@ macro_rules! stream_methods {
                 maxlen: Option<&Bound<'py, PyAny>>,
                 max_age: Option<&Bound<'py, PyAny>>,
                 approximate: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                let limits = (maxlen, max_age, &approximate);
-                $run(py, self.inner.publish_arrow_op(data, dedup_key, &dedup_ttl, value_column, limits))
-            }
+            ) => publish_arrow_op(data, dedup_key, &dedup_ttl, value_column, (maxlen, max_age, &approximate));
 
-            fn length<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.length_op())
-            }
+            fn length() => length_op();
 
             #[pyo3(signature = (start=Arg::missing(), end=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, start='-', end='+', count=100)")]
-            fn range<'py>(
-                &self,
-                py: Python<'py>,
-                start: Arg<'py>,
-                end: Arg<'py>,
-                count: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.range_op(&start, &end, &count))
-            }
-
-            fn range_arrow<'py>(
-                &self,
-                py: Python<'py>,
-                start: &Bound<'py, PyAny>,
-                end: &Bound<'py, PyAny>,
-                count: &Bound<'py, PyAny>,
-                fields: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                arrow_read::need_pyarrow(py)?;
-                $run(py, self.inner.range_arrow_op(start, end, count, fields))
-            }
+            fn range(start: Arg<'py>, end: Arg<'py>, count: Arg<'py>) => range_op(&start, &end, &count);
 
             #[pyo3(signature = (*, maxlen=None, max_age=None, approximate=Arg::missing()), text_signature = "(self, /, *, maxlen=None, max_age=None, approximate=True)")]
-            fn trim<'py>(
-                &self,
-                py: Python<'py>,
+            fn trim(
                 maxlen: Option<&Bound<'py, PyAny>>,
                 max_age: Option<&Bound<'py, PyAny>>,
                 approximate: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.trim_op(maxlen, max_age, &approximate))
-            }
+            ) => trim_op(maxlen, max_age, &approximate);
 
-            fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.info_op())
-            }
+            fn info() => info_op();
 
-            fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.groups_op())
-            }
+            fn groups() => groups_op();
 
-            fn delete<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.delete_op())
-            }
+            fn delete() => delete_op();
         }
     };
 }
@@ -561,105 +530,70 @@ macro_rules! stream_methods {
 /// The methods of `ConsumerGroup` / `AsyncConsumerGroup`.
 macro_rules! group_methods {
     ($class:ident, $label:literal, $run:path) => {
-        #[pymethods]
-        impl $class {
-            #[getter]
-            fn name(&self) -> String {
-                self.inner.group.name.clone()
-            }
+        py_methods! {
+            $class, $run, inner,
+            {
+                #[getter]
+                fn name(&self) -> String {
+                    self.inner.group.name.clone()
+                }
 
-            #[getter]
-            fn consumer(&self) -> String {
-                self.inner.group.consumer.clone()
-            }
+                #[getter]
+                fn consumer(&self) -> String {
+                    self.inner.group.consumer.clone()
+                }
 
-            #[getter]
-            fn stream(&self) -> String {
-                self.inner.group.stream.name.clone()
-            }
+                #[getter]
+                fn stream(&self) -> String {
+                    self.inner.group.stream.name.clone()
+                }
 
-            #[getter]
-            fn max_deliveries(&self) -> Option<i64> {
-                self.inner.group.max_deliveries
-            }
+                #[getter]
+                fn max_deliveries(&self) -> Option<i64> {
+                    self.inner.group.max_deliveries
+                }
 
-            /// The dead-letter stream's name (a property named `dead_letter` would hide the method).
-            #[getter]
-            fn dead_letter_stream(&self) -> String {
-                self.inner.group.dead.name.clone()
-            }
+                /// The dead-letter stream's name (a property named `dead_letter` would hide the method).
+                #[getter]
+                fn dead_letter_stream(&self) -> String {
+                    self.inner.group.dead.name.clone()
+                }
 
-            fn __repr__(&self) -> String {
-                self.inner.repr($label)
+                fn __repr__(&self) -> String {
+                    self.inner.repr($label)
+                }
             }
 
             #[pyo3(signature = (start=Arg::missing(), *, exist_ok=Arg::missing()), text_signature = "(self, /, start='$', *, exist_ok=True)")]
-            fn create<'py>(
-                &self,
-                py: Python<'py>,
-                start: Arg<'py>,
-                exist_ok: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.create_op(&start, &exist_ok))
-            }
+            fn create(start: Arg<'py>, exist_ok: Arg<'py>) => create_op(&start, &exist_ok);
 
             #[pyo3(signature = (count=Arg::missing(), block=None), text_signature = "(self, /, count=1, block=None)")]
-            fn read<'py>(
-                &self,
-                py: Python<'py>,
-                count: Arg<'py>,
-                block: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.read_op(&count, block))
-            }
+            fn read(count: Arg<'py>, block: Option<&Bound<'py, PyAny>>) => read_op(&count, block);
 
-            fn ack<'py>(&self, py: Python<'py>, entries: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.ack_op(entries))
-            }
+            fn ack(entries: &Bound<'py, PyAny>) => ack_op(entries);
 
             #[pyo3(signature = (count=Arg::missing(), *, consumer=None, min_idle=None), text_signature = "(self, /, count=100, *, consumer=None, min_idle=None)")]
-            fn pending<'py>(
-                &self,
-                py: Python<'py>,
+            fn pending(
                 count: Arg<'py>,
                 consumer: Option<&Bound<'py, PyAny>>,
                 min_idle: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.pending_op(&count, consumer, min_idle))
-            }
+            ) => pending_op(&count, consumer, min_idle);
 
             #[pyo3(signature = (min_idle, count=Arg::missing(), *, error=Arg::missing()), text_signature = "(self, /, min_idle, count=100, *, error='')")]
-            fn autoclaim<'py>(
-                &self,
-                py: Python<'py>,
+            fn autoclaim(
                 min_idle: &Bound<'py, PyAny>,
                 count: Arg<'py>,
                 error: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.autoclaim_op(min_idle, &count, &error))
-            }
+            ) => autoclaim_op(min_idle, &count, &error);
 
             #[pyo3(signature = (entries, error=Arg::missing()), text_signature = "(self, /, entries, error='')")]
-            fn dead_letter<'py>(
-                &self,
-                py: Python<'py>,
-                entries: &Bound<'py, PyAny>,
-                error: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.dead_letter_op(entries, &error))
-            }
+            fn dead_letter(entries: &Bound<'py, PyAny>, error: Arg<'py>) => dead_letter_op(entries, &error);
 
-            fn seek<'py>(&self, py: Python<'py>, position: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.seek_op(position))
-            }
+            fn seek(position: &Bound<'py, PyAny>) => seek_op(position);
 
-            fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.info_op())
-            }
+            fn info() => info_op();
 
-            fn delete<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.delete_op())
-            }
+            fn delete() => delete_op();
         }
     };
 }

@@ -416,155 +416,91 @@ async fn stream(
 /// The methods of `Topic` / `AsyncTopic`: `$run` turns an operation into the Python result.
 macro_rules! topic_methods {
     ($class:ident, $label:literal, $client_label:literal, $run:path) => {
-        #[pymethods]
-        impl $class {
-            #[getter]
-            fn name(&self) -> String {
-                self.inner.keys.name.clone()
-            }
+        py_methods! {
+            $class, $run, inner,
+            {
+                #[getter]
+                fn name(&self) -> String {
+                    self.inner.keys.name.clone()
+                }
 
-            fn __repr__(&self) -> String {
-                format!(
-                    "{}({}, client={})",
-                    $label,
-                    py_repr(&self.inner.keys.name),
-                    self.inner.core.repr($client_label)
-                )
+                fn __repr__(&self) -> String {
+                    format!(
+                        "{}({}, client={})",
+                        $label,
+                        py_repr(&self.inner.keys.name),
+                        self.inner.core.repr($client_label)
+                    )
+                }
+
+                #[pyo3(signature = (ids, fields, *, held=Arg::missing()), text_signature = "(self, /, ids, fields, *, held=False)")]
+                fn fetch_arrow<'py>(
+                    &self,
+                    py: Python<'py>,
+                    ids: &Bound<'py, PyAny>,
+                    fields: &Bound<'py, PyAny>,
+                    held: Arg<'py>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    arrow_read::need_pyarrow(py)?;
+                    $run(py, self.inner.fetch_arrow_op(ids, fields, &held))
+                }
             }
 
             #[pyo3(signature = (fields, front=Arg::missing()), text_signature = "(self, /, fields, front=False)")]
-            fn publish<'py>(
-                &self,
-                py: Python<'py>,
-                fields: &Bound<'py, PyAny>,
-                front: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.publish_op(fields, &front))
-            }
+            fn publish(fields: &Bound<'py, PyAny>, front: Arg<'py>) => publish_op(fields, &front);
 
             #[pyo3(signature = (messages, front=Arg::missing()), text_signature = "(self, /, messages, front=False)")]
-            fn publish_batch<'py>(
-                &self,
-                py: Python<'py>,
-                messages: &Bound<'py, PyAny>,
-                front: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.publish_batch_op(messages, &front))
-            }
+            fn publish_batch(messages: &Bound<'py, PyAny>, front: Arg<'py>) => publish_batch_op(messages, &front);
 
-            fn publish_stream<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.publish_stream_op(messages))
-            }
+            fn publish_stream(messages: &Bound<'py, PyAny>) => publish_stream_op(messages);
 
             #[pyo3(signature = (data, *, dedup_key=None, dedup_ttl=Arg::missing(), id_column=None, value_column=None), text_signature = "(self, /, data, *, dedup_key=None, dedup_ttl=86400.0, id_column=None, value_column=None)")]
-            fn publish_arrow<'py>(
-                &self,
-                py: Python<'py>,
+            fn publish_arrow(
                 data: &Bound<'py, PyAny>,
                 dedup_key: Option<&Bound<'py, PyAny>>,
                 dedup_ttl: Arg<'py>,
                 id_column: Option<&Bound<'py, PyAny>>,
                 value_column: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(
-                    py,
-                    self.inner
-                        .publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column),
-                )
-            }
+            ) => publish_arrow_op(data, dedup_key, &dedup_ttl, id_column, value_column);
 
             #[pyo3(signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
-            fn claim<'py>(
-                &self,
-                py: Python<'py>,
+            fn claim(
                 count: Arg<'py>,
                 block: Option<&Bound<'py, PyAny>>,
                 lease: Arg<'py>,
                 owner: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.claim_op(&count, block, &lease, owner))
-            }
+            ) => claim_op(&count, block, &lease, owner);
 
-            fn commit<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.commit_op(messages))
-            }
+            fn commit(messages: &Bound<'py, PyAny>) => commit_op(messages);
 
             #[pyo3(signature = (messages, lease=Arg::missing()), text_signature = "(self, /, messages, lease=30.0)")]
-            fn extend<'py>(
-                &self,
-                py: Python<'py>,
-                messages: &Bound<'py, PyAny>,
-                lease: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.extend_op(messages, &lease))
-            }
+            fn extend(messages: &Bound<'py, PyAny>, lease: Arg<'py>) => extend_op(messages, &lease);
 
             #[pyo3(signature = (messages, delay=Arg::missing()), text_signature = "(self, /, messages, delay=0.0)")]
-            fn release<'py>(
-                &self,
-                py: Python<'py>,
-                messages: &Bound<'py, PyAny>,
-                delay: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.release_op(messages, &delay))
-            }
+            fn release(messages: &Bound<'py, PyAny>, delay: Arg<'py>) => release_op(messages, &delay);
 
             #[pyo3(signature = (messages, error=None, to=None), text_signature = "(self, /, messages, error='', to=None)")]
-            fn dead_letter<'py>(
-                &self,
-                py: Python<'py>,
+            fn dead_letter(
                 messages: &Bound<'py, PyAny>,
                 error: Option<&Bound<'py, PyAny>>,
                 to: Option<&Bound<'py, PyAny>>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.dead_letter_op(messages, error, to))
-            }
+            ) => dead_letter_op(messages, error, to);
 
             #[pyo3(signature = (owner, lease=Arg::missing()), text_signature = "(self, /, owner, lease=30.0)")]
-            fn resume<'py>(&self, py: Python<'py>, owner: &Bound<'py, PyAny>, lease: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.resume_op(owner, &lease))
-            }
+            fn resume(owner: &Bound<'py, PyAny>, lease: Arg<'py>) => resume_op(owner, &lease);
 
             #[pyo3(signature = (all=Arg::missing(), lease=Arg::missing()), text_signature = "(self, /, all=False, lease=30.0)")]
-            fn harvest<'py>(&self, py: Python<'py>, all: Arg<'py>, lease: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.harvest_op(&all, &lease))
-            }
+            fn harvest(all: Arg<'py>, lease: Arg<'py>) => harvest_op(&all, &lease);
 
-            fn peek<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.peek_op(id))
-            }
-
-            #[pyo3(signature = (ids, fields, *, held=Arg::missing()), text_signature = "(self, /, ids, fields, *, held=False)")]
-            fn fetch_arrow<'py>(
-                &self,
-                py: Python<'py>,
-                ids: &Bound<'py, PyAny>,
-                fields: &Bound<'py, PyAny>,
-                held: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                arrow_read::need_pyarrow(py)?;
-                $run(py, self.inner.fetch_arrow_op(ids, fields, &held))
-            }
+            fn peek(id: &Bound<'py, PyAny>) => peek_op(id);
 
             #[pyo3(signature = (queue=Arg::missing(), start=Arg::missing(), count=Arg::missing()), text_signature = "(self, /, queue='backlog', start=0, count=100)")]
-            fn inspect<'py>(
-                &self,
-                py: Python<'py>,
-                queue: Arg<'py>,
-                start: Arg<'py>,
-                count: Arg<'py>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.inspect_op(&queue, &start, &count))
-            }
+            fn inspect(queue: Arg<'py>, start: Arg<'py>, count: Arg<'py>) => inspect_op(&queue, &start, &count);
 
-            fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.stats_op())
-            }
+            fn stats() => stats_op();
 
             #[pyo3(signature = (queue=Arg::missing()), text_signature = "(self, /, queue='backlog')")]
-            fn purge<'py>(&self, py: Python<'py>, queue: Arg<'py>) -> PyResult<Bound<'py, PyAny>> {
-                $run(py, self.inner.purge_op(&queue))
-            }
+            fn purge(queue: Arg<'py>) => purge_op(&queue);
         }
     };
 }

@@ -216,7 +216,11 @@ pub async fn fetch(
                 }
             }
         }
-        let in_flight = in_flight.map(|f| f.into_iter().map(|v| int(v).map(|n| n == 1)).collect::<Result<Vec<_>>>());
+        let in_flight = in_flight.map(|f| {
+            f.into_iter()
+                .map(|v| int(v).map(|n| n == 1))
+                .collect::<Result<Vec<_>>>()
+        });
         let in_flight = in_flight.transpose()?;
         for (i, ((id, body), record)) in round.iter().zip(bodies).zip(records).enumerate() {
             let Some(values) = body else {

@@ -41,10 +41,17 @@ def test_old_claims_are_harvested_and_counted(client, r):
     assert r.dbsize() == 0
 
 
-def test_old_claims_are_resumed_by_their_owner(client, r):
+@pytest.fixture
+def held_by_w1(client, r):
+    """Topic 'jobs' and the ids of its two messages, claimed by worker w1 with the previous release's script."""
     t = client.topic('jobs')
     ids = t.publish_batch([{'n': str(i)} for i in range(2)])
     old_claim(r, 'jobs', 2, owner='w1')
+    return t, ids
+
+
+def test_old_claims_are_resumed_by_their_owner(held_by_w1, r):
+    t, ids = held_by_w1
     resumed = t.resume('w1')
     assert [m.id for m in resumed] == ids and [m.deliveries for m in resumed] == [2, 2]
     assert r.zcard('rfq:jobs:leases') == 0 and r.hlen('rfq:jobs:claims') == 2  # the claim and its ':d'
@@ -53,10 +60,8 @@ def test_old_claims_are_resumed_by_their_owner(client, r):
     assert r.dbsize() == 0
 
 
-def test_old_claims_are_released_and_inspected(client, r):
-    t = client.topic('jobs')
-    ids = t.publish_batch([{'n': str(i)} for i in range(2)])
-    old_claim(r, 'jobs', 2, owner='w1')
+def test_old_claims_are_released_and_inspected(held_by_w1, r):
+    t, ids = held_by_w1
     entries = t.inspect('nextlog')
     assert [(e.id, e.deliveries, e.owner) for e in entries] == [(ids[0], 1, 'w1'), (ids[1], 1, 'w1')]
     assert t.release([ferroq.Message(ids[0], 'jobs', {}, 1)]) == [ids[0]]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from _redis import no_io
+from _redis import assert_refused, no_io
 from ferroq.exceptions import (
     BatchError,
     FerroqError,
@@ -115,32 +115,22 @@ def test_message_too_large_is_invalid_message_and_value_error():
     assert issubclass(InvalidName, ValueError)
 
 
-@pytest.mark.parametrize('count', [0, -1, 10_001, True, False, 1.5, '1', None])
-def test_bad_count(client, r, count):
-    t = client.topic('jobs')
-    t.publish({'n': '0'})
-    with no_io(r):
-        with pytest.raises(InvalidArgument):
-            t.claim(count=count)
-        with pytest.raises(InvalidArgument):
-            client.claim(['jobs'], count=count)
-        with pytest.raises(InvalidArgument):
-            t.inspect(count=count)
+BAD_COUNTS = [0, -1, 10_001, True, False, 1.5, '1', None]
+BAD_LEASES = [0, -1, 0.0009, 604_801, math.nan, math.inf, '1', None]
 
 
-@pytest.mark.parametrize('lease', [0, -1, 0.0009, 604_801, math.nan, math.inf, '1', None])
-def test_bad_lease(client, r, lease):
+@pytest.mark.parametrize(('argument', 'value'), [('count', v) for v in BAD_COUNTS] + [('lease', v) for v in BAD_LEASES])
+def test_bad_count_or_lease(client, r, argument, value):
+    """Every call that takes the argument refuses the value."""
     t = client.topic('jobs')
     t.publish({'n': '0'})
-    with no_io(r):
-        with pytest.raises(InvalidArgument):
-            t.claim(lease=lease)
-        with pytest.raises(InvalidArgument):
-            client.claim(['jobs'], lease=lease)
-        with pytest.raises(InvalidArgument):
-            t.extend(['0' * 32], lease=lease)
-        with pytest.raises(InvalidArgument):
-            t.harvest(lease=lease)
+    bad = {argument: value}
+    calls = [lambda: t.claim(**bad), lambda: client.claim(['jobs'], **bad)]
+    if argument == 'count':
+        calls.append(lambda: t.inspect(**bad))
+    else:
+        calls += [lambda: t.extend(['0' * 32], **bad), lambda: t.harvest(**bad)]
+    assert_refused(r, *calls)
 
 
 def test_lease_limits_accepted(client):

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 import redis
 
-from _adapters import KINDS, LoopThread
-from _differential import containers, run_scenario
+from _differential import COMPARED, REFERENCE, Differential, containers
 from ferroq.types import RsmqAttributes, RsmqMessage
 
 ID_RE = re.compile(r'[0-9a-z]{10}[A-Za-z0-9]{22}')
-REFERENCE = 'pure'
 TIME_FIELDS = ('created', 'modified')
 
 
@@ -104,15 +102,12 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], Any]:
-    return run_scenario(kind, url, loop, scenario, dump, normalize)
+DIFFERENTIAL = Differential(scenario, dump, normalize)
 
 
-@pytest.mark.parametrize('kind', [k for k in KINDS if k != REFERENCE])
+@pytest.mark.parametrize('kind', COMPARED)
 def test_same_rsmq_state_as_pure(kind, redis_url, loop_thread):
-    base = redis_url.rsplit('/', 1)[0]
-    ref_state, ref_log = run(REFERENCE, f'{base}/3', loop_thread)
-    state, log = run(kind, f'{base}/4', loop_thread)
+    (ref_state, ref_log), (state, log) = DIFFERENTIAL.run_both(kind, redis_url, loop_thread, dbs=(3, 4))
     assert {'d1:QUEUES', 'd1:jobs', 'd1:jobs:Q', 'd1:dead', 'd1:dead:Q'} <= set(ref_state)
     assert 'd1:other:Q' not in ref_state
     assert state == ref_state
@@ -121,8 +116,7 @@ def test_same_rsmq_state_as_pure(kind, redis_url, loop_thread):
 
 def test_reference_scenario_is_meaningful(redis_url, loop_thread):
     """What the reference run must leave, so that the comparison above compares something."""
-    base = redis_url.rsplit('/', 1)[0]
-    state, log = run(REFERENCE, f'{base}/5', loop_thread)
+    state, log = DIFFERENTIAL.run(REFERENCE, redis_url, 5, loop_thread)
     assert state['d1:QUEUES'] == ('set', ['dead', 'jobs', 'poison'])
     assert state['d1:dead'] == ('zset', [['<10>', 100]])
     assert 'd1:poison' not in state  # its one message moved to dead

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 import redis
 
-from _adapters import KINDS, LoopThread
-from _differential import containers, run_scenario
+from _differential import COMPARED, Differential, containers
 from ferroq.types import InspectEntry, Message, TopicStats
 
 ID_RE = re.compile(r'[0-9a-f]{32}')
-REFERENCE = 'pure'
 
 
 def scenario(c: Any, raw: redis.Redis) -> tuple[list[str], list[Any]]:
@@ -136,15 +134,12 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], Any]:
-    return run_scenario(kind, url, loop, scenario, dump, normalize)
+DIFFERENTIAL = Differential(scenario, dump, normalize)
 
 
-@pytest.mark.parametrize('kind', [k for k in KINDS if k != REFERENCE])
+@pytest.mark.parametrize('kind', COMPARED)
 def test_same_redis_state_as_pure(kind, redis_url, loop_thread):
-    base = redis_url.rsplit('/', 1)[0]
-    ref_state, ref_log = run(REFERENCE, f'{base}/1', loop_thread)
-    state, log = run(kind, f'{base}/2', loop_thread)
+    (ref_state, ref_log), (state, log) = DIFFERENTIAL.run_both(kind, redis_url, loop_thread, dbs=(1, 2))
     assert ref_state, 'the scenario left nothing to compare'
     assert {'rfq:alpha:backlog', 'rfq:alpha:nextlog', 'rfq:alpha:leases', 'rfq:alpha:deliveries'} <= set(ref_state)
     assert state == ref_state

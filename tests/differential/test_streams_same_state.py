@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 import redis
 
-from _adapters import KINDS, LoopThread
-from _differential import containers, run_scenario
+from _differential import COMPARED, REFERENCE, Differential, containers
 from ferroq.types import GroupInfo, PendingEntry, StreamEntry, StreamInfo
 
 ID_RE = re.compile(r'\b\d+-\d+\b')
 TOKEN_RE = re.compile(r':published:[0-9a-f]{32}$')
-REFERENCE = 'pure'
 
 
 def scenario(c: Any, raw: redis.Redis) -> tuple[list[str], list[Any]]:
@@ -102,23 +100,19 @@ def dump(raw: redis.Redis, index: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def run(kind: str, url: str, loop: LoopThread) -> tuple[dict[str, Any], Any]:
-    return run_scenario(kind, url, loop, scenario, dump, normalize)
+DIFFERENTIAL = Differential(scenario, dump, normalize)
 
 
-@pytest.mark.parametrize('kind', [k for k in KINDS if k != REFERENCE])
+@pytest.mark.parametrize('kind', COMPARED)
 def test_same_streams_state_as_pure(kind, redis_url, loop_thread):
-    base = redis_url.rsplit('/', 1)[0]
-    ref_state, ref_log = run(REFERENCE, f'{base}/3', loop_thread)
-    state, log = run(kind, f'{base}/4', loop_thread)
+    (ref_state, ref_log), (state, log) = DIFFERENTIAL.run_both(kind, redis_url, loop_thread, dbs=(3, 4))
     assert state == ref_state
     assert log == ref_log
 
 
 def test_reference_scenario_is_meaningful(redis_url, loop_thread):
     """What the reference run must leave, so that the comparison above compares something."""
-    base = redis_url.rsplit('/', 1)[0]
-    state, log = run(REFERENCE, f'{base}/5', loop_thread)
+    state, log = DIFFERENTIAL.run(REFERENCE, redis_url, 5, loop_thread)
     tokens = sorted(k for k in state if ':published:<token>' in k)
     assert [state[k] for k in tokens] == [
         ('string', ('<0> <1> <2>', True)),

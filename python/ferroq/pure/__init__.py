@@ -10,18 +10,11 @@ same keys and arguments (so Redis ends in the same state), and raises the same :
 
 from __future__ import annotations
 
-from ferroq.pure.async_client import AsyncClient, AsyncConsumerGroup, AsyncRsmqQueue, AsyncStream, AsyncTopic
-from ferroq.pure.client import Client, ConsumerGroup, RsmqQueue, Stream, Topic
+from ferroq.pure import async_client, client
+from ferroq.pure.async_client import *
+from ferroq.pure.client import *
 
-__all__ = [
-    'AsyncClient',
-    'AsyncConsumerGroup',
-    'AsyncRsmqQueue',
-    'AsyncStream',
-    'AsyncTopic',
-    'Client',
-    'ConsumerGroup',
-    'RsmqQueue',
-    'Stream',
-    'Topic',
-]
+# Each module lists its own classes (its ``__all__``); the package exports both lists.
+__all__: list[str] = []
+__all__ += client.__all__
+__all__ += async_client.__all__

@@ -236,15 +236,15 @@ class ClientState(Generic[TopicT, QueueT, StreamT]):
 
     @operation
     def commit(self, messages: Iterable[Message]) -> Plan[list[str]]:
-        return _rfq.commit_many(self._ctx, messages)
+        return _rfq.commit(self._ctx, None, messages)
 
     @operation
     def extend(self, messages: Iterable[Message], lease: float = 30.0) -> Plan[list[str]]:
-        return _rfq.extend_many(self._ctx, messages, lease)
+        return _rfq.extend(self._ctx, None, messages, lease)
 
     @operation
     def release(self, messages: Iterable[Message], delay: float = 0.0) -> Plan[list[str]]:
-        return _rfq.release_many(self._ctx, messages, delay)
+        return _rfq.release(self._ctx, None, messages, delay)
 
     @operation
     def ping(self) -> Plan[bool]:

@@ -403,31 +403,23 @@ def resume(ctx: Settings, topic: TopicKeys, owner: str, lease: float) -> Plan[li
 # commit, extend and release share their shape: per topic, chunks of (id, token) pairs, fenced.
 
 
-def commit(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str]) -> Plan[list[str]]:
-    return (yield from _fenced(ctx, 'commit', check_refs(messages, topic.name), 0))
+def _claims(messages: Iterable[Message | str], topic: TopicKeys | None) -> list[Ref]:
+    """The claims a call names: ids or Messages of ``topic``, or Messages of any topics when ``topic`` is None
+    (a client's commit, extend or release)."""
+    return check_messages(messages) if topic is None else check_refs(messages, topic.name)
 
 
-def commit_many(ctx: Settings, messages: Iterable[Message]) -> Plan[list[str]]:
-    return (yield from _fenced(ctx, 'commit', check_messages(messages), 0))
+def commit(ctx: Settings, topic: TopicKeys | None, messages: Iterable[Message | str]) -> Plan[list[str]]:
+    return (yield from _fenced(ctx, 'commit', _claims(messages, topic), 0))
 
 
-def extend(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str], lease: float) -> Plan[list[str]]:
-    refs = check_refs(messages, topic.name)
+def extend(ctx: Settings, topic: TopicKeys | None, messages: Iterable[Message | str], lease: float) -> Plan[list[str]]:
+    refs = _claims(messages, topic)
     return (yield from _fenced(ctx, 'extend', refs, check_lease(lease)))
 
 
-def extend_many(ctx: Settings, messages: Iterable[Message], lease: float) -> Plan[list[str]]:
-    refs = check_messages(messages)
-    return (yield from _fenced(ctx, 'extend', refs, check_lease(lease)))
-
-
-def release(ctx: Settings, topic: TopicKeys, messages: Iterable[Message | str], delay: float) -> Plan[list[str]]:
-    refs = check_refs(messages, topic.name)
-    return (yield from _fenced(ctx, 'release', refs, check_delay(delay)))
-
-
-def release_many(ctx: Settings, messages: Iterable[Message], delay: float) -> Plan[list[str]]:
-    refs = check_messages(messages)
+def release(ctx: Settings, topic: TopicKeys | None, messages: Iterable[Message | str], delay: float) -> Plan[list[str]]:
+    refs = _claims(messages, topic)
     return (yield from _fenced(ctx, 'release', refs, check_delay(delay)))
 
 

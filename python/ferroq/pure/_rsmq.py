@@ -19,7 +19,6 @@ from typing import Any
 from ferroq._limits import MAX_RSMQ_MAXSIZE, MAX_RSMQ_SECONDS, MIN_RSMQ_MAXSIZE
 from ferroq.exceptions import (
     BatchError,
-    FerroqError,
     InvalidArgument,
     InvalidMessage,
     InvalidName,
@@ -32,7 +31,16 @@ from ferroq.pure._errors import map_error, reply_error
 from ferroq.pure._requests import Listen, Plan, Subscribe
 from ferroq.pure._send import evalsha, script, send
 from ferroq.pure._settings import Settings
-from ferroq.pure._validation import as_list, check_block, check_count, check_flag, seconds_of, utf8_len
+from ferroq.pure._validation import (
+    as_list,
+    batch_error,
+    check_all,
+    check_block,
+    check_count,
+    check_flag,
+    seconds_of,
+    utf8_len,
+)
 from ferroq.types import RsmqAttributes, RsmqMessage, rsmq_sent
 
 #: Longest wait between two receive attempts of a blocking receive when no notification comes (producers
@@ -291,15 +299,7 @@ def send_one(ctx: Settings, ref: RsmqRef, message: str, delay: float | None) -> 
 
 def send_batch(ctx: Settings, ref: RsmqRef, messages: Iterable[str], delay: float | None) -> Plan[list[str]]:
     items = as_list(messages, 'messages')
-    lengths: list[int] = []
-    errors: list[tuple[int, FerroqError]] = []
-    for index, message in enumerate(items):
-        try:
-            lengths.append(_check_message(message, ctx.max_message_bytes))
-        except InvalidMessage as exc:
-            errors.append((index, exc))
-    if errors:
-        raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
+    lengths = check_all(items, lambda message: _check_message(message, ctx.max_message_bytes))
     delay_ms = _optional_ms(delay, 'delay')
     if not items:
         return []
@@ -321,10 +321,8 @@ def queue_maxsize(ctx: Settings, ref: RsmqRef) -> Plan[tuple[int, str]]:
 
 def _batch_too_long(lengths: list[int], maxsize: str) -> BatchError:
     limit = int(maxsize)
-    errors: list[tuple[int, FerroqError]] = [
-        (i, _too_long(n, maxsize)) for i, n in enumerate(lengths) if limit != -1 and n > limit
-    ]
-    return BatchError(f'{len(errors)} of {len(lengths)} messages are invalid; nothing was written', errors=errors)
+    errors = [(i, _too_long(n, maxsize)) for i, n in enumerate(lengths) if limit != -1 and n > limit]
+    return batch_error(errors, len(lengths))
 
 
 def _send(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from ferroq._limits import MAX_COUNT, MAX_ID_LENGTH, MAX_SECONDS, MIN_LEASE
 from ferroq.exceptions import (
@@ -21,6 +21,8 @@ from ferroq.types import Message, StreamEntry
 
 TOPIC_RE = re.compile(keys.TOPIC_NAME_PATTERN)
 ID_RE = re.compile(rf'\S{{1,{MAX_ID_LENGTH}}}')
+
+T = TypeVar('T')
 
 # --- validation ----------------------------------------------------------------------------------
 
@@ -125,32 +127,41 @@ def as_list(items: object, what: str) -> list[Any]:
     return list(as_iterator(items, what))
 
 
-def _checked(
-    items: list[Any], max_bytes: int, start: int = 0, max_fields: int | None = None
-) -> tuple[list[list[str]], list[tuple[int, FerroqError]]]:
-    """The publish arguments of each message, and each bad one as (``start`` + its index, error)."""
-    out: list[list[str]] = []
+def _check_each(
+    items: list[Any], check: Callable[[Any], T], start: int = 0
+) -> tuple[list[T], list[tuple[int, FerroqError]]]:
+    """``check`` of each item, and each item it refuses (InvalidMessage) as (``start`` + its index, error)."""
+    out: list[T] = []
     errors: list[tuple[int, FerroqError]] = []
-    for index, fields in enumerate(items, start):
+    for index, item in enumerate(items, start):
         try:
-            out.append(check_fields(fields, max_bytes, max_fields))
+            out.append(check(item))
         except InvalidMessage as exc:
             errors.append((index, exc))
     return out, errors
 
 
+def batch_error(errors: Sequence[tuple[int, FerroqError]], total: int) -> BatchError:
+    """The error of a batch of ``total`` messages that ``errors`` refuse: nothing of it is written."""
+    return BatchError(f'{len(errors)} of {total} messages are invalid; nothing was written', errors=list(errors))
+
+
+def check_all(items: list[Any], check: Callable[[Any], T]) -> list[T]:
+    """``check`` of every item of a batch; BatchError (listing each one refused) if any is invalid."""
+    out, errors = _check_each(items, check)
+    if errors:
+        raise batch_error(errors, len(items))
+    return out
+
+
 def check_batch(messages: object, max_bytes: int, max_fields: int | None = None) -> list[list[str]]:
     """Validate every message of a batch; BatchError (listing each bad one) if any is invalid."""
-    items = as_list(messages, 'messages')
-    out, errors = _checked(items, max_bytes, 0, max_fields)
-    if errors:
-        raise BatchError(f'{len(errors)} of {len(items)} messages are invalid; nothing was written', errors=errors)
-    return out
+    return check_all(as_list(messages, 'messages'), lambda fields: check_fields(fields, max_bytes, max_fields))
 
 
 def check_chunk(items: list[Any], max_bytes: int, start: int) -> list[list[str]]:
     """Validate one chunk of a stream; its BatchError names stream indexes (the Rust core words it the same)."""
-    out, errors = _checked(items, max_bytes, start)
+    out, errors = _check_each(items, lambda fields: check_fields(fields, max_bytes), start)
     if errors:
         raise BatchError(
             f'{len(errors)} of {len(items)} messages in the chunk from index {start} are invalid; '
