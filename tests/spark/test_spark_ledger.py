@@ -48,7 +48,9 @@ def test_commit_ledger_commits_whole_claims_and_previous_layout_entries(redis_ur
     assert _listed(r, LEDGER) == [e.split(' ')[0] for e in entries]
     calls = _script_calls(r)
     assert commit_ledger(raw, 'jobs', LEDGER) == 2 + 3 + 3
-    assert _script_calls(r) - calls == 4  # a call each
+    # A call each for the old claim (commit-6n) and first and second (commit_claim); two for stale: commit_claim
+    # declines a claim that lost ids, and commit-6n commits what it still holds (nothing).
+    assert _script_calls(r) - calls == 5
     gone = {*old, *(m.id for m in first + second)}
     assert all(not r.exists(f'rfq:jobs:message:{i}') for i in gone)
     assert set(ids) - gone == {m.id for m in kept}
@@ -148,3 +150,49 @@ def test_a_planner_carries_over_a_ledger_of_the_previous_layout(redis_url: str, 
     reader.commit({'seq': 1})
     reader.stop()  # waits for the commit
     assert all(not r.exists(f'rfq:jobs:message:{m.id}') for m in claimed) and not r.exists(LEDGER)
+
+
+def test_a_claim_with_a_redelivery_is_committed_by_commit_6n_records_and_all(redis_url: str, r: redis.Redis) -> None:
+    raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
+    with ferroq.Client(redis_url) as c:
+        topic = c.topic('jobs')
+        topic.publish_batch([{'n': str(i)} for i in range(4)])
+        topic.release(topic.claim(count=1))  # a delivery that ended: the next claim of it is a redelivery
+        held = topic.claim(count=3)
+    assert r.hexists('rfq:jobs:claims', f'{held[0].claim}:d') and r.hlen('rfq:jobs:deliveries') == 1
+    r.rpush(LEDGER, f'{held[0].claim} ' + ' '.join(m.id for m in held))
+    calls = _script_calls(r)
+    assert commit_ledger(raw, 'jobs', LEDGER) == 3
+    assert _script_calls(r) - calls == 2  # commit_claim declines (the ':d' record), commit-6n commits
+    assert all(not r.exists(f'rfq:jobs:message:{m.id}') for m in held)
+    assert r.hlen('rfq:jobs:deliveries') == 0 and r.hlen('rfq:jobs:claims') == 0 and r.scard('rfq:jobs:inflight') == 0
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == []
+
+
+@pytest.mark.parametrize('drop', ['first key', 'last key', 'a shorter key', 'an id'])
+def test_commit_claim_writes_nothing_for_keys_that_are_not_the_claims(
+    redis_url: str, r: redis.Redis, drop: str
+) -> None:
+    from ferroq.pure import _rfq
+
+    raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
+    with ferroq.Client(redis_url) as c:
+        topic = c.topic('jobs')
+        topic.publish_batch([{'n': str(i)} for i in range(3)])
+        held = topic.claim(count=3)
+    t = _rfq.topic_keys('jobs')
+    ids = [m.id for m in held]
+    message_keys = [t.prefix + i for i in ids]
+    given = ' '.join(ids)
+    if drop == 'first key':
+        message_keys = message_keys[1:]
+    elif drop == 'last key':
+        message_keys = message_keys[:-1]
+    elif drop == 'a shorter key':  # the keys between the ends are trusted, checked by their total length
+        message_keys[1] = t.prefix + 'other'
+    else:
+        given = ' '.join(ids[:-1])
+    before = {k: r.dump(k) for k in r.keys('rfq:jobs:*')}
+    keys = [t.nextlog, t.leases, t.deliveries, *t.claim_keys, *message_keys]
+    assert raw.script('commit_claim-6n', keys, [len(t.prefix), held[0].claim, given]) == -1
+    assert {k: r.dump(k) for k in r.keys('rfq:jobs:*')} == before

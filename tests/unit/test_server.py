@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 import ferroq
 import ferroq.pure
@@ -164,6 +165,10 @@ def test_embedded_start_reuse_stop(embedded_home):
     assert isinstance(pid, int)
     os.kill(pid, 0)  # alive
     assert sock.stat().st_mode & 0o077 == 0  # only the user may connect
+    with redis.Redis(unix_socket_path=str(sock), decode_responses=True) as r:
+        config = r.config_get('append*') | r.config_get('auto-aof-rewrite-min-size')
+    assert (config['appendonly'], config['appendfsync']) == ('yes', 'everysec')
+    assert config['auto-aof-rewrite-min-size'] == str(1 << 30)  # a queue's AOF grows with traffic: rewrite late
     assert server.ensure_embedded() == url  # reused, not restarted
     assert server.embedded_status()['pid'] == pid
     for cls in (ferroq.Client, ferroq.pure.Client):

@@ -56,21 +56,52 @@ def ledger_claims(raw: _conn.Raw, ledger: str, lo: int = 0, hi: int | None = Non
 def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
     """Commits the messages of a ledger, fenced by their claims; returns how many were committed.
 
-    Each claim goes to the commit script whole, in one call and in claim order (the order of its entry): the
-    script's fast path, with no work per message in Lua. The ids travel only as their message keys. A claim of
-    the layout before batch claims (a delivery count for a fence) is committed by count."""
+    Each claim goes whole, in one call and in claim order (the order of its entry): ``spark/commit_claim``,
+    which recognises the claim by its ids string, with no work per message in Lua, PAGE of them per round trip;
+    where it declines (the claim lost some ids, or has redeliveries), ``rfq/commit-6n``, which commits what the
+    claim still holds. A claim of the layout before batch claims (a delivery count for a fence) is
+    committed by count."""
     t = _rfq.topic_keys(topic)
     fixed = [t.nextlog, t.leases, t.deliveries, *t.claim_keys]
-    committed = 0
-    for fence, ids in ledger_claims(raw, ledger):
+
+    def keys_of(ids: list[str]) -> list[str]:
+        return fixed + [t.prefix + msg_id for msg_id in ids]
+
+    def commit_6n(fence: str, ids: list[str]) -> int:
+        committed = 0
         for i in range(0, len(ids), COMMIT_MOST):
-            message_keys = [t.prefix + msg_id for msg_id in ids[i : i + COMMIT_MOST]]
-            args = [len(t.prefix), fence, len(message_keys)]
-            reply = raw.script('commit-6n', fixed + message_keys, args, protocol='rfq')
+            part = ids[i : i + COMMIT_MOST]
+            reply = raw.script('commit-6n', keys_of(part), [len(t.prefix), fence, len(part)], protocol='rfq')
             if not isinstance(reply, list) or not reply:
                 raise raw.reply_error('rfq/commit-6n', reply)
             committed += int(reply[0])
-    return committed
+        return committed
+
+    def commit_run(run: list[tuple[str, list[str]]]) -> int:
+        """Claims with tokens, in entry order: commit_claim for each, in one round trip; then commit-6n for those
+        it declined (a claim it declines stays at the nextlog's tail, so those after it decline too: commit-6n
+        finds ids anywhere)."""
+        calls = [(keys_of(ids), [len(t.prefix), fence, ' '.join(ids)]) for fence, ids in run]
+        committed = 0
+        for (fence, ids), reply in zip(run, raw.scripts('commit_claim-6n', calls)):
+            if not isinstance(reply, int):
+                raise raw.reply_error('spark/commit_claim-6n', reply)
+            committed += reply if reply >= 0 else commit_6n(fence, ids)
+        return committed
+
+    committed = 0
+    run: list[tuple[str, list[str]]] = []
+    for fence, ids in ledger_claims(raw, ledger):
+        if fence.isdigit() or len(ids) > COMMIT_MOST:
+            committed += commit_run(run) if run else 0
+            run = []
+            committed += commit_6n(fence, ids)
+            continue
+        run.append((fence, ids))
+        if len(run) == PAGE:
+            committed += commit_run(run)
+            run = []
+    return committed + (commit_run(run) if run else 0)
 
 
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:

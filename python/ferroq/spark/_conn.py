@@ -78,10 +78,26 @@ class Raw:
         """One redis-py command method by name, e.g. ``call('lrange', key, 0, -1)``."""
         return self.run(lambda r: getattr(r, command)(*args, **kwargs))
 
-    def script(self, name: str, keys: list[str], args: list[Any], protocol: str = 'spark') -> Any:
-        """Runs ``lua/<protocol>/<name>.lua`` (after the shared prelude): EVALSHA, loading it when needed."""
-        name = f'{protocol}/{name}'
+    def _script(self, name: str) -> Any:
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self.redis.register_script(script_source(name))
+        return script
+
+    def script(self, name: str, keys: list[str], args: list[Any], protocol: str = 'spark') -> Any:
+        """Runs ``lua/<protocol>/<name>.lua`` (after the shared prelude): EVALSHA, loading it when needed."""
+        script = self._script(f'{protocol}/{name}')
         return self.run(lambda _: script(keys=keys, args=args))
+
+    def scripts(self, name: str, calls: list[tuple[list[str], list[Any]]], protocol: str = 'spark') -> list[Any]:
+        """Runs the script once per ``(keys, args)`` of ``calls``, in order, in one round trip (a pipeline, not a
+        transaction: each call is atomic on its own); their replies in order, the first error raised."""
+        script = self._script(f'{protocol}/{name}')
+
+        def run(r: Any) -> list[Any]:
+            pipe = r.pipeline(transaction=False)
+            for keys, args in calls:
+                script(keys=keys, args=args, client=pipe)
+            return list(pipe.execute())
+
+        return self.run(run)
