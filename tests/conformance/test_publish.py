@@ -236,9 +236,9 @@ _RSS_CHILD = textwrap.dedent(
     url, method, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     t = ferroq.Client(url).topic('rss')
     t.publish_batch([{'payload': 'warm-up'}])  # connect and load the script before the baseline
-    body = 'x' * 200
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = getattr(t, method)({'payload': body} for _ in range(n))
+    # A body of its own per message (200 digits), as real messages have: a batch holds them all at once.
+    result = getattr(t, method)({'payload': f'{i:0200d}'} for i in range(n))
     count = result if isinstance(result, int) else len(result)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({'count': count, 'growth_kb': peak - base}))
