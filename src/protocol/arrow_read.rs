@@ -228,7 +228,7 @@ pub async fn fetch(
             };
             cols.push_values(values)?;
             id_col.append_value(id);
-            let counted = in_flight.as_ref().map_or(true, |f| f[i]);
+            let counted = in_flight.as_ref().is_none_or(|f| f[i]);
             deliveries.append_value(record_count(bytes(record)?.as_deref()) + i64::from(counted));
         }
     }
