@@ -196,3 +196,20 @@ def test_commit_claim_writes_nothing_for_keys_that_are_not_the_claims(
     keys = [t.nextlog, t.leases, t.deliveries, *t.claim_keys, *message_keys]
     assert raw.script('commit_claim-6n', keys, [len(t.prefix), held[0].claim, given]) == -1
     assert {k: r.dump(k) for k in r.keys('rfq:jobs:*')} == before
+
+
+def test_release_gives_back_one_consumers_ledgers_only(redis_url: str, r: redis.Redis) -> None:
+    """A consumer name may hold ':': releasing consumer ``a`` leaves the ledgers of ``a:b`` alone."""
+    from ferroq.spark import release
+
+    with ferroq.Client(redis_url) as c:
+        topic = c.topic('jobs')
+        topic.publish_batch([{'n': str(i)} for i in range(4)])
+        mine, theirs, old = topic.claim(count=1), topic.claim(count=2), topic.claim(count=1)
+    r.rpush('rfq:jobs:spark:claims:a:1', f'{mine[0].claim} {mine[0].id}')
+    r.rpush('rfq:jobs:spark:claims:a:b:1', f'{theirs[0].claim} ' + ' '.join(m.id for m in theirs))
+    r.rpush('rfq:jobs:spark:ledger:a:2', f'{old[0].id} {old[0].claim}')  # the previous layout: carried over
+    assert release(redis_url, 'jobs', 'a', force=True) == 2
+    assert sorted(r.lrange('rfq:jobs:backlog', 0, -1)) == sorted([mine[0].id, old[0].id])
+    assert r.keys('rfq:jobs:spark:*') == ['rfq:jobs:spark:claims:a:b:1']
+    assert sorted(r.lrange('rfq:jobs:nextlog', 0, -1)) == sorted(m.id for m in theirs)

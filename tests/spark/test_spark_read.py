@@ -69,4 +69,4 @@ def test_streaming_read_of_a_topic(spark: Any, redis_url: str, r: redis.Redis, c
     assert r.llen('rfq:jobs:nextlog') == 500
     assert cli.main(['--url', redis_url, 'spark-release', '-t', 'jobs', '--force', '--yes']) == 0
     assert (r.llen('rfq:jobs:nextlog'), r.llen('rfq:jobs:backlog')) == (0, 500)
-    assert r.keys('rfq:jobs:spark:ledger:*') == []
+    assert r.keys('rfq:jobs:spark:claims:*') == [] and r.keys('rfq:jobs:spark:ledger:*') == []

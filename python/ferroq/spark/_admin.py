@@ -164,14 +164,17 @@ def release(url: str, topic: str, consumer: str = 'spark', *, force: bool = Fals
         )
     handle = _conn.native(plan.connection).topic(topic)
     released = 0
-    for previous in _matching(raw, keys.spark_ledger(prefix, consumer, 0)[:-1] + '*'):
-        carry_over(raw, previous, keys.spark_claims(prefix, consumer, int(previous.rsplit(':', 1)[1])))
-    for ledger in _matching(raw, keys.spark_claims(prefix, consumer, 0)[:-1] + '*'):
+    for seq, previous in _ledgers(raw, keys.spark_ledger(prefix, consumer, 0)[:-1]):
+        carry_over(raw, previous, keys.spark_claims(prefix, consumer, seq))
+    for _, ledger in _ledgers(raw, keys.spark_claims(prefix, consumer, 0)[:-1]):
         for page in ledger_messages(raw, topic, ledger):
             released += len(handle.release(page))
         raw.call('delete', ledger)
     return released
 
 
-def _matching(raw: _conn.Raw, pattern: str) -> list[str]:
-    return [k.decode() for k in raw.run(lambda r: list(r.scan_iter(match=pattern)))]
+def _ledgers(raw: _conn.Raw, head: str) -> list[tuple[int, str]]:
+    """``(seq, key)`` of the keys ``<head><seq>``: one consumer's ledgers (a consumer name may hold ':', so the
+    pattern ``<head>*`` also matches those of a consumer whose name starts with this one's and a ':'.)"""
+    found = [k.decode() for k in raw.run(lambda r: list(r.scan_iter(match=head + '*')))]
+    return [(int(k[len(head) :]), k) for k in found if k[len(head) :].isdigit()]
