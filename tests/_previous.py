@@ -1,12 +1,13 @@
 """Claims made as the previous release made them (a per-message lease and record, before batch claims), with
-its claim script and prelude, kept verbatim in ``tests/_previous_layout/`` for the migration tests."""
+its claim script and prelude, kept verbatim in ``python/ferroq/protocol/lua/previous/`` (read from the source
+tree: the wheel leaves them out) for the migration tests."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-PREVIOUS = Path(__file__).parent / '_previous_layout'
+PREVIOUS = Path(__file__).resolve().parents[1] / 'python' / 'ferroq' / 'protocol' / 'lua' / 'previous'
 KEYS = ('backlog', 'nextlog', 'leases', 'deliveries', 'delayed')
 
 

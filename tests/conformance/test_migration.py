@@ -1,7 +1,7 @@
 """Claims made by the previous layout (a per-message lease and record) after an upgrade to batch claims.
 
-``tests/_previous_layout/`` holds that release's claim script and prelude; the claims here are made with
-them, as a client of that release would, and then handled by the current clients.
+``python/ferroq/protocol/lua/previous/`` holds that release's claim script and prelude; the claims here are made
+with them, as a client of that release would, and then handled by the current clients.
 """
 
 from __future__ import annotations
