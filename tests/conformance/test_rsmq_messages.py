@@ -159,6 +159,24 @@ def test_delete_batch_returns_what_was_there(make_client, redis_url):
     assert [m.id for m in queue.receive_batch(10)] == [ids[1], ids[3]]
 
 
+def test_delete_counts_a_member_with_a_body_or_receive_marks(q, r):
+    """Deleted means: a member of the queue's ZSET with at least one of its fields (RSMQ's rule), whatever mix
+    of cases one call holds; every field of every id given is removed."""
+    received, never = q.send_batch(['a', 'b'])
+    q.receive()
+    bodiless = 'aaaaaaaaaa' + 'B' * 22  # a member with receive marks but no body: still counts (HDEL took 2)
+    r.zadd('rsmq:jobs', {bodiless: 1})
+    r.hset('rsmq:jobs:Q', mapping={f'{bodiless}:rc': 1, f'{bodiless}:fr': 1})
+    phantom = 'aaaaaaaaaa' + 'P' * 22  # a member with no field at all: removed, not counted
+    r.zadd('rsmq:jobs', {phantom: 1})
+    stray = 'aaaaaaaaaa' + 'S' * 22  # a body that is not a member: removed, not counted
+    r.hset('rsmq:jobs:Q', stray, 'left over')
+    got = q.delete_batch([phantom, never, stray, received, bodiless, never])
+    assert got == [never, received, bodiless]
+    assert r.zcard('rsmq:jobs') == 0
+    assert set(r.hkeys('rsmq:jobs:Q')) == {'vt', 'delay', 'maxsize', 'created', 'modified', 'totalsent', 'totalrecv'}
+
+
 def test_change_visibility(q, r):
     msg_id = q.send('x')
     q.receive(vt=60)

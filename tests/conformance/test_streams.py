@@ -16,7 +16,7 @@ import pytest
 
 from _redis import no_io
 from ferroq import protocol
-from ferroq.exceptions import QueueExists, QueueNotFound
+from ferroq.exceptions import FerroqError, QueueExists, QueueNotFound
 from ferroq.protocol import keys
 from ferroq.types import GroupInfo, PendingEntry, StreamEntry, StreamInfo
 
@@ -339,6 +339,41 @@ def test_ack_across_chunks(make_client, redis_url, r):
     got = ids(g.read(5))
     assert g.ack([got[4], got[0], got[4], got[2], got[0]]) == [got[4], got[0], got[2]]
     assert [p['message_id'] for p in r.xpending_range(KEY, 'g', '-', '+', 10)] == [got[1], got[3]]
+
+
+def test_ack_compares_ids_as_numbers(s, r):
+    for entry_id in ('999-5', '1000-9', '1000-10', '10000-0'):
+        r.xadd(KEY, {'id': entry_id}, id=entry_id)
+    g = s.group('g', 'c')
+    g.create('0')
+    assert ids(g.read(4)) == ['999-5', '1000-9', '1000-10', '10000-0']
+    # The script's range runs from the lowest to the highest id: '1000-10' > '1000-9', '10000-0' > '999-5'.
+    assert g.ack(['1000-10', '10000-0', '999-5', '1000-9']) == ['1000-10', '10000-0', '999-5', '1000-9']
+    assert r.xpending(KEY, 'g')['pending'] == 0
+
+
+def test_ack_among_many_entries_of_other_consumers(make_client, redis_url, r):
+    # The range of the two ids holds 40 entries pending for another consumer: more than the one XPENDING
+    # the script reads for two ids, so it acknowledges id by id, with the same answer.
+    s = make_client(redis_url).stream('ev')
+    s.publish_batch([{'n': str(i)} for i in range(42)])
+    mine, theirs = s.group('g', 'mine'), s.group('g', 'theirs')
+    mine.create('0')
+    first = mine.read(1)[0]
+    between = theirs.read(40)
+    last = mine.read(1)[0]
+    assert mine.ack([last, first, last]) == [last.id, first.id]
+    assert [p['message_id'] for p in r.xpending_range(KEY, 'g', '-', '+', 100)] == ids(between)
+    assert theirs.ack(between[::-1]) == ids(between)[::-1]
+    assert r.xpending(KEY, 'g')['pending'] == 0
+
+
+def test_ack_of_a_key_that_is_not_a_stream_is_refused(client, r):
+    r.set(KEY, 'not a stream')
+    with pytest.raises(FerroqError) as info:
+        client.stream('ev').group('g', 'c').ack(['1000-0'])
+    assert getattr(info.value, 'code', None) == 'WRONGTYPE'
+    assert r.get(KEY) == 'not a stream'
 
 
 def test_ack_on_a_missing_group_acknowledges_nothing(fixed):

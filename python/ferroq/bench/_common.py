@@ -5,6 +5,7 @@ from __future__ import annotations
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +155,19 @@ class Admin:
     def info(self, section: str) -> dict[str, Any]:
         reply: dict[str, Any] = self.r.info(section)
         return reply
+
+    def wait_loaded(self, timeout: float, note: Callable[[str], None]) -> None:
+        """Waits until the server has loaded its data set (a server that just started with a big AOF answers
+        every command but INFO with LOADING until then); raises BenchError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        told = False
+        while str(self.info('persistence').get('loading', 0)) == '1':
+            if time.monotonic() > deadline:
+                raise BenchError(f'Redis was still loading its data set after {timeout:.0f} s')
+            if not told:
+                note('waiting for Redis to finish loading its data set')
+                told = True
+            time.sleep(0.1)
 
     def server_cpu(self) -> float | None:
         """CPU seconds used by redis-server so far (user + sys)."""

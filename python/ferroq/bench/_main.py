@@ -33,6 +33,8 @@ __all__ = ['JSON_SCHEMA', 'build_parser', 'config_from_args', 'main', 'plan', 'r
 JSON_SCHEMA = 2
 QUICK_MESSAGES = 5_000
 SCALE_RSS_MESSAGES = 10_000_000
+#: Seconds the run waits for a server that is loading its data set (a restarted server with a big AOF).
+LOADING_TIMEOUT = 600
 
 
 def plan(cfg: Config) -> tuple[list[tuple[str, int, Impl]], dict[str, str]]:
@@ -152,9 +154,13 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
     admin = Admin(cfg.url)
     try:
         admin.info('server')  # fail early and clearly when the server is not there
+        admin.wait_loaded(LOADING_TIMEOUT, lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     except REDIS_ERRORS as exc:
         admin.close()
         raise BenchError(f'cannot reach Redis: {exc}') from exc
+    except BenchError:
+        admin.close()
+        raise
     try:
         started = datetime.now(timezone.utc).isoformat(timespec='seconds')
         machine = _machine(admin)
