@@ -44,6 +44,29 @@ def test_commit_out_of_claim_order_leaves_the_rest_in_order(client, r):
     assert r.dbsize() == 0
 
 
+def test_commit_of_whole_claims_in_claim_order(client, r):
+    """The usual commit, a whole claim in claim order (the script's path with no work per id when the claim is
+    the nextlog's tail block and has no redelivery), leaves exactly the other claims' state."""
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': str(i)} for i in range(7)])
+    older, newer = t.claim(count=3), t.claim(count=3)
+    assert t.commit(older) == [m.id for m in older]  # the tail block
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [m.id for m in newer[::-1]]
+    assert r.hkeys('rfq:jobs:claims') == [newer[0].claim]
+    assert r.zrange('rfq:jobs:claim_leases', 0, -1) == [newer[0].claim]
+    assert r.smembers('rfq:jobs:inflight') == {m.id for m in newer}
+    assert {k.rsplit(':', 1)[1] for k in r.scan_iter('rfq:jobs:message:*')} == {m.id for m in newer} | {ids[6]}
+    last = t.claim(count=1)
+    assert t.commit(newer) == [m.id for m in newer]  # whole, but not at the tail: the general path
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [last[0].id]
+    # A redelivery (a ':d' record): released, claimed again and committed whole.
+    t.release(last)
+    again = t.claim(count=1)
+    assert again[0].deliveries == 2 and r.hexists('rfq:jobs:claims', f'{again[0].claim}:d')
+    assert t.commit(again) == [again[0].id]
+    assert r.dbsize() == 0
+
+
 def _lrem_from_tail(items: list[str], ids: list[str]) -> list[str]:
     """What LREM list -1 <id> for each id leaves (items head first)."""
     items = list(items)

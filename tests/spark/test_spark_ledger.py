@@ -48,9 +48,9 @@ def test_commit_ledger_commits_whole_claims_and_previous_layout_entries(redis_ur
     assert _listed(r, LEDGER) == [e.split(' ')[0] for e in entries]
     calls = _script_calls(r)
     assert commit_ledger(raw, 'jobs', LEDGER) == 2 + 3 + 3
-    # A call each for the old claim (commit-6n) and first and second (commit_claim); two for stale: commit_claim
-    # declines a claim that lost ids, and commit-6n commits what it still holds (nothing).
-    assert _script_calls(r) - calls == 5
+    # A commit-6n call per claim: the old one (by count), first and second (whole), stale (it lost its ids:
+    # nothing to commit).
+    assert _script_calls(r) - calls == 4
     gone = {*old, *(m.id for m in first + second)}
     assert all(not r.exists(f'rfq:jobs:message:{i}') for i in gone)
     assert set(ids) - gone == {m.id for m in kept}
@@ -152,7 +152,7 @@ def test_a_planner_carries_over_a_ledger_of_the_previous_layout(redis_url: str, 
     assert all(not r.exists(f'rfq:jobs:message:{m.id}') for m in claimed) and not r.exists(LEDGER)
 
 
-def test_a_claim_with_a_redelivery_is_committed_by_commit_6n_records_and_all(redis_url: str, r: redis.Redis) -> None:
+def test_a_claim_with_a_redelivery_is_committed_records_and_all(redis_url: str, r: redis.Redis) -> None:
     raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
     with ferroq.Client(redis_url) as c:
         topic = c.topic('jobs')
@@ -163,39 +163,46 @@ def test_a_claim_with_a_redelivery_is_committed_by_commit_6n_records_and_all(red
     r.rpush(LEDGER, f'{held[0].claim} ' + ' '.join(m.id for m in held))
     calls = _script_calls(r)
     assert commit_ledger(raw, 'jobs', LEDGER) == 3
-    assert _script_calls(r) - calls == 2  # commit_claim declines (the ':d' record), commit-6n commits
+    assert _script_calls(r) - calls == 1  # commit-6n's general path (the ':d' record)
     assert all(not r.exists(f'rfq:jobs:message:{m.id}') for m in held)
     assert r.hlen('rfq:jobs:deliveries') == 0 and r.hlen('rfq:jobs:claims') == 0 and r.scard('rfq:jobs:inflight') == 0
     assert r.lrange('rfq:jobs:nextlog', 0, -1) == []
 
 
-@pytest.mark.parametrize('drop', ['first key', 'last key', 'a shorter key', 'an id'])
-def test_commit_claim_writes_nothing_for_keys_that_are_not_the_claims(
-    redis_url: str, r: redis.Redis, drop: str
+@pytest.mark.parametrize('case', ['without the first', 'without the last', 'a middle one replaced', 'one more'])
+def test_commit_6n_takes_a_claim_whole_only_when_given_exactly_its_ids(
+    redis_url: str, r: redis.Redis, case: str
 ) -> None:
+    """The ledger's commits pass a claim's ids as they were claimed; commit-6n's path for a whole claim must not
+    take other keys for them: ids the claim holds are committed, any other is refused and kept."""
     from ferroq.pure import _rfq
 
     raw = _conn.raw(parse({'url': redis_url, 'topic': 'jobs'}, 'stream_read').connection)
     with ferroq.Client(redis_url) as c:
         topic = c.topic('jobs')
-        topic.publish_batch([{'n': str(i)} for i in range(3)])
+        other = topic.publish_batch([{'n': str(i)} for i in range(4)])[3]
         held = topic.claim(count=3)
     t = _rfq.topic_keys('jobs')
     ids = [m.id for m in held]
-    message_keys = [t.prefix + i for i in ids]
-    given = ' '.join(ids)
-    if drop == 'first key':
-        message_keys = message_keys[1:]
-    elif drop == 'last key':
-        message_keys = message_keys[:-1]
-    elif drop == 'a shorter key':  # the keys between the ends are trusted, checked by their total length
-        message_keys[1] = t.prefix + 'other'
-    else:
-        given = ' '.join(ids[:-1])
-    before = {k: r.dump(k) for k in r.keys('rfq:jobs:*')}
-    keys = [t.nextlog, t.leases, t.deliveries, *t.claim_keys, *message_keys]
-    assert raw.script('commit_claim-6n', keys, [len(t.prefix), held[0].claim, given]) == -1
-    assert {k: r.dump(k) for k in r.keys('rfq:jobs:*')} == before
+    given = {
+        'without the first': ids[1:],
+        'without the last': ids[:-1],
+        'a middle one replaced': [ids[0], other, ids[2]],
+        'one more': [*ids, other],
+    }[case]
+    keys = [t.nextlog, t.leases, t.deliveries, *t.claim_keys, *(t.prefix + i for i in given)]
+    reply = raw.script('commit-6n', keys, [len(t.prefix), held[0].claim, len(given)], protocol='rfq')
+    taken = [i for i in given if i in ids]
+    assert [x.decode() if isinstance(x, bytes) else x for x in reply] == [
+        len(taken),
+        *(i for i in given if i not in ids),
+    ]
+    assert not any(r.exists(t.prefix + i) for i in taken) and r.exists(t.prefix + other)
+    left = [i for i in ids if i not in taken]
+    record = r.hget('rfq:jobs:claims', held[0].claim)  # gone with the claim's last id
+    assert (record.split(' ')[2:] if record else []) == left
+    assert r.smembers('rfq:jobs:inflight') == set(left)
+    assert sorted(r.lrange('rfq:jobs:nextlog', 0, -1)) == sorted(left)
 
 
 def test_release_gives_back_one_consumers_ledgers_only(redis_url: str, r: redis.Redis) -> None:

@@ -56,52 +56,35 @@ def ledger_claims(raw: _conn.Raw, ledger: str, lo: int = 0, hi: int | None = Non
 def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
     """Commits the messages of a ledger, fenced by their claims; returns how many were committed.
 
-    Each claim goes whole, in one call and in claim order (the order of its entry): ``spark/commit_claim``,
-    which recognises the claim by its ids string, with no work per message in Lua, PAGE of them per round trip;
-    where it declines (the claim lost some ids, or has redeliveries), ``rfq/commit-6n``, which commits what the
-    claim still holds. A claim of the layout before batch claims (a delivery count for a fence) is
-    committed by count."""
+    Each claim goes whole, in one ``rfq/commit-6n`` call and in claim order (the order of its entry), PAGE of
+    them per round trip: a claim that still holds exactly its ids at the nextlog's tail takes the script's
+    path with no work per message in Lua, any other (ids lost to a takeover, redeliveries, other consumers'
+    claims in between) its general path. A claim of the layout before batch claims (a delivery count for a
+    fence) is committed by count."""
     t = _rfq.topic_keys(topic)
     fixed = [t.nextlog, t.leases, t.deliveries, *t.claim_keys]
 
-    def keys_of(ids: list[str]) -> list[str]:
-        return fixed + [t.prefix + msg_id for msg_id in ids]
-
-    def commit_6n(fence: str, ids: list[str]) -> int:
-        committed = 0
-        for i in range(0, len(ids), COMMIT_MOST):
-            part = ids[i : i + COMMIT_MOST]
-            reply = raw.script('commit-6n', keys_of(part), [len(t.prefix), fence, len(part)], protocol='rfq')
-            if not isinstance(reply, list) or not reply:
-                raise raw.reply_error('rfq/commit-6n', reply)
-            committed += int(reply[0])
-        return committed
-
-    def commit_run(run: list[tuple[str, list[str]]]) -> int:
-        """Claims with tokens, in entry order: commit_claim for each, in one round trip; then commit-6n for those
-        it declined (a claim it declines stays at the nextlog's tail, so those after it decline too: commit-6n
-        finds ids anywhere)."""
-        calls = [(keys_of(ids), [len(t.prefix), fence, ' '.join(ids)]) for fence, ids in run]
-        committed = 0
-        for (fence, ids), reply in zip(run, raw.scripts('commit_claim-6n', calls)):
-            if not isinstance(reply, int):
-                raise raw.reply_error('spark/commit_claim-6n', reply)
-            committed += reply if reply >= 0 else commit_6n(fence, ids)
-        return committed
+    def calls_of(fence: str, ids: list[str]) -> list[tuple[list[str], list[Any]]]:
+        return [
+            (fixed + [t.prefix + msg_id for msg_id in part], [len(t.prefix), fence, len(part)])
+            for part in (ids[i : i + COMMIT_MOST] for i in range(0, len(ids), COMMIT_MOST))
+        ]
 
     committed = 0
-    run: list[tuple[str, list[str]]] = []
-    for fence, ids in ledger_claims(raw, ledger):
-        if fence.isdigit() or len(ids) > COMMIT_MOST:
-            committed += commit_run(run) if run else 0
-            run = []
-            committed += commit_6n(fence, ids)
-            continue
-        run.append((fence, ids))
-        if len(run) == PAGE:
-            committed += commit_run(run)
-            run = []
-    return committed + (commit_run(run) if run else 0)
+    page: list[tuple[list[str], list[Any]]] = []
+    claims = ledger_claims(raw, ledger)
+    while True:
+        entry = next(claims, None)
+        if entry is not None:
+            page += calls_of(*entry)
+        if page and (entry is None or len(page) >= PAGE):
+            for reply in raw.scripts('commit-6n', page, protocol='rfq'):
+                if not isinstance(reply, list) or not reply:
+                    raise raw.reply_error('rfq/commit-6n', reply)
+                committed += int(reply[0])
+            page = []
+        if entry is None:
+            return committed
 
 
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:

@@ -30,6 +30,49 @@ local ids = {}
 for i = FIRST_BODY, #KEYS do
   ids[i] = string.sub(KEYS[i], id_from)
 end
+-- The usual call: one claim, committed whole in claim order, none of its ids a redelivery (no ':d' record),
+-- its ids still the nextlog's tail block. It is committed here with no table built per id: the claim's
+-- record is compared with the ids word by word in place (string.find at a known position allocates
+-- nothing; table.concat of the ids costs about 0.2 us per id). Any other call takes the general path below.
+local function commit_whole_claim()
+  local token, k = ARGV[2], #KEYS - FIRST_BODY + 1
+  if #ARGV ~= 3 or tonumber(ARGV[3]) ~= k or k == 0 or not string.find(token, '%a') then
+    return nil
+  end
+  local v = redis.call('HGET', claims, token)
+  if not v then
+    return nil
+  end
+  local _, _, held = parse_claim(v)
+  local pos, last = 1, FIRST_BODY + k - 1
+  for i = FIRST_BODY, last do
+    local id = ids[i]
+    local after = pos + #id
+    if string.find(held, id, pos, true) ~= pos or (i < last and string.byte(held, after) ~= 32) then
+      return nil
+    end
+    pos = after + 1
+  end
+  if pos ~= #held + 2 or redis.call('HEXISTS', claims, token .. ':d') == 1
+      or redis.call('LINDEX', nextlog, -1) ~= ids[FIRST_BODY] or redis.call('LINDEX', nextlog, -k) ~= ids[last] then
+    return nil
+  end
+  -- A tail block of k entries that starts and ends with the claim's ids is them (see the general path).
+  redis.call('LTRIM', nextlog, 0, -k - 1)
+  redis.call('HDEL', claims, token)
+  redis.call('ZREM', claim_leases, token)
+  for i = FIRST_BODY, last, 1000 do
+    local upto = math.min(i + 999, last)
+    redis.call('DEL', unpack(KEYS, i, upto))
+    redis.call('SREM', inflight, unpack(ids, i, upto))
+  end
+  return { k }
+end
+local whole = commit_whole_claim()
+if whole then
+  return whole
+end
+
 -- Marks entries to remove in one LREM. It has spaces, so it is never an id (ids have no whitespace).
 local TOMBSTONE = ' ferroq: committed '
 -- From this many ids out of order on, one walk from the tail replaces one LREM walk per id.
