@@ -44,6 +44,9 @@ local function commit_whole_claim()
     return nil
   end
   local _, _, held = parse_claim(v)
+  if not held then
+    return nil -- not a record this script wrote: the general path deals with it
+  end
   local pos, last = 1, FIRST_BODY + k - 1
   for i = FIRST_BODY, last do
     local id = ids[i]
