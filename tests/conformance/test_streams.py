@@ -341,20 +341,19 @@ def test_ack_across_chunks(make_client, redis_url, r):
     assert [p['message_id'] for p in r.xpending_range(KEY, 'g', '-', '+', 10)] == [got[1], got[3]]
 
 
-def test_ack_compares_ids_as_numbers(s, r):
+def test_ack_of_ids_in_any_order(s, r):
+    # Ids whose order as numbers differs from their order as strings ('1000-10' > '1000-9', '10000-0' > '999-5').
     for entry_id in ('999-5', '1000-9', '1000-10', '10000-0'):
         r.xadd(KEY, {'id': entry_id}, id=entry_id)
     g = s.group('g', 'c')
     g.create('0')
     assert ids(g.read(4)) == ['999-5', '1000-9', '1000-10', '10000-0']
-    # The script's range runs from the lowest to the highest id: '1000-10' > '1000-9', '10000-0' > '999-5'.
     assert g.ack(['1000-10', '10000-0', '999-5', '1000-9']) == ['1000-10', '10000-0', '999-5', '1000-9']
     assert r.xpending(KEY, 'g')['pending'] == 0
 
 
 def test_ack_among_many_entries_of_other_consumers(make_client, redis_url, r):
-    # The range of the two ids holds 40 entries pending for another consumer: more than the one XPENDING
-    # the script reads for two ids, so it acknowledges id by id, with the same answer.
+    # Between the two ids, 40 entries are pending for another consumer: an ack takes only the ids it is given.
     s = make_client(redis_url).stream('ev')
     s.publish_batch([{'n': str(i)} for i in range(42)])
     mine, theirs = s.group('g', 'mine'), s.group('g', 'theirs')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,21 +71,14 @@ def commit_ledger(raw: _conn.Raw, topic: str, ledger: str) -> int:
             for part in (ids[i : i + COMMIT_MOST] for i in range(0, len(ids), COMMIT_MOST))
         ]
 
+    calls = (call for fence, ids in ledger_claims(raw, ledger) for call in calls_of(fence, ids))
     committed = 0
-    page: list[tuple[list[str], list[Any]]] = []
-    claims = ledger_claims(raw, ledger)
-    while True:
-        entry = next(claims, None)
-        if entry is not None:
-            page += calls_of(*entry)
-        if page and (entry is None or len(page) >= PAGE):
-            for reply in raw.scripts('commit-6n', page, protocol='rfq'):
-                if not isinstance(reply, list) or not reply:
-                    raise raw.reply_error('rfq/commit-6n', reply)
-                committed += int(reply[0])
-            page = []
-        if entry is None:
-            return committed
+    while page := list(itertools.islice(calls, PAGE)):
+        for reply in raw.scripts('commit-6n', page, protocol='rfq'):
+            if not isinstance(reply, list) or not reply:
+                raise raw.reply_error('rfq/commit-6n', reply)
+            committed += int(reply[0])
+    return committed
 
 
 def ledger_messages(raw: _conn.Raw, topic: str, ledger: str) -> Iterator[list[Message]]:
