@@ -21,8 +21,9 @@ T = TypeVar('T')
 KINDS = ('native', 'native-async', 'pure', 'pure-async')
 Client = Any  # ferroq.Client, ferroq.pure.Client, or a SyncAdapter over an async client
 
-#: Methods that make another async object (topic, RSMQ queue, stream, consumer group): their result is adapted too.
-FACTORIES = frozenset({'topic', 'rsmq', 'stream', 'group'})
+#: Methods that make another async object (topic, RSMQ queue, stream, consumer group, a topic's batches): their
+#: result is adapted too.
+FACTORIES = frozenset({'topic', 'rsmq', 'stream', 'group', 'batches'})
 
 #: Longest wait for one adapted call; tests block for a few seconds at most.
 CALL_TIMEOUT = 60.0
@@ -81,6 +82,16 @@ class SyncAdapter:
 
         call.__name__ = name
         return call
+
+    def __iter__(self) -> SyncAdapter:
+        return self
+
+    def __next__(self) -> Any:
+        """An async iterator's next item (``Topic.batches``)."""
+        try:
+            return self._runner.call(self._target.__anext__)
+        except StopAsyncIteration:
+            raise StopIteration from None
 
     def __enter__(self) -> SyncAdapter:  # noqa: PYI034
         self._runner.call(self._target.__aenter__)

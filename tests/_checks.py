@@ -96,3 +96,12 @@ def signal_when(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def wait_for(what: str, check: Callable[[], object], timeout: float = 20.0, step: float = 0.02) -> None:
+    """Polls ``check`` until it is true; fails after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+        time.sleep(step)

@@ -37,6 +37,7 @@ from ferroq._ferroq import (
     Topic,
     __version__,
 )
+from ferroq.batches import AsyncBatches, Batches
 from ferroq.exceptions import (
     BatchError,
     CommandTimeout,
@@ -72,6 +73,7 @@ from ferroq.types import (
 from ferroq.worker import AsyncWorker, Worker, WorkerStats
 
 __all__ = [
+    'AsyncBatches',
     'AsyncClient',
     'AsyncConsumerGroup',
     'AsyncRsmqQueue',
@@ -79,6 +81,7 @@ __all__ = [
     'AsyncTopic',
     'AsyncWorker',
     'BatchError',
+    'Batches',
     'Client',
     'CommandTimeout',
     'ConnectionFailed',

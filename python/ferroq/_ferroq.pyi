@@ -12,6 +12,7 @@ from typing import Literal, final
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]  # stubtest runs without the overrides
 
+from ferroq.batches import AsyncBatches, Batches
 from ferroq.types import (
     GroupInfo,
     InspectEntry,
@@ -260,6 +261,16 @@ class Topic:
         Delayed releases that are due return to the backlog first. ``owner`` (a worker name) records the
         claims in that worker's processing list (see :meth:`resume`).
         """
+    def batches(
+        self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> Batches:
+        """A claim+commit loop's batches, the next claimed while the current one is handled (see ferroq.batches).
+
+        Each batch is ``claim(count, block, lease, owner)``; the iteration ends at the first claim that finds
+        nothing. The caller commits (or releases) each batch. The batch claimed ahead is leased from its claim
+        on; ``close()`` or leaving the ``with`` block gives it back to the front of the backlog. Arguments are
+        checked here, before anything is claimed.
+        """
     def commit(self, messages: Iterable[Message | str]) -> list[str]:
         """Delete processed messages; returns the ids actually committed.
 
@@ -386,6 +397,9 @@ class AsyncTopic:
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]: ...
+    def batches(
+        self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> AsyncBatches: ...
     async def commit(self, messages: Iterable[Message | str]) -> list[str]: ...
     async def extend(self, messages: Iterable[Message | str], lease: float = 30.0) -> list[str]: ...
     async def release(self, messages: Iterable[Message | str], delay: float = 0.0) -> list[str]: ...

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from typing_extensions import Self  # typing.Self from Python 3.11
 
+    from ferroq.batches import AsyncBatches, Batches
+
 __all__ = [
     'AnyClient',
     'AsyncClientProtocol',
@@ -276,6 +278,17 @@ class TopicProtocol(Protocol):
         claims in that worker's processing list (see :meth:`resume`).
         """
 
+    def batches(
+        self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> Batches:
+        """A claim+commit loop's batches, the next claimed while the current one is handled (see ferroq.batches).
+
+        Each batch is ``claim(count, block, lease, owner)``; the iteration ends at the first claim that finds
+        nothing. The caller commits (or releases) each batch. The batch claimed ahead is leased from its claim
+        on; ``close()`` or leaving the ``with`` block gives it back to the front of the backlog. Arguments are
+        checked here, before anything is claimed.
+        """
+
     def commit(self, messages: Iterable[Message | str]) -> list[str]:
         """Delete processed messages; returns the ids actually committed.
 
@@ -371,6 +384,10 @@ class AsyncTopicProtocol(Protocol):
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]: ...
+
+    def batches(
+        self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> AsyncBatches: ...
 
     async def commit(self, messages: Iterable[Message | str]) -> list[str]: ...
 

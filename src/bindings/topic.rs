@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyIterator;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyIterator, PyTuple, PyType};
 
 use crate::bindings::arrow;
 use crate::bindings::arrow_read::{self, batch_py, field_names, message_ids};
@@ -414,8 +415,10 @@ async fn stream(
 }
 
 /// The methods of `Topic` / `AsyncTopic`: `$run` turns an operation into the Python result.
+/// `$batches` is the class of `ferroq.batches` that `batches()` returns, written once in Python for every
+/// client (the claim ahead runs in a thread or a task, around this class's own `claim`).
 macro_rules! topic_methods {
-    ($class:ident, $label:literal, $client_label:literal, $run:path) => {
+    ($class:ident, $label:literal, $client_label:literal, $batches:literal, $run:path) => {
         py_methods! {
             $class, $run, inner,
             {
@@ -431,6 +434,20 @@ macro_rules! topic_methods {
                         py_repr(&self.inner.keys.name),
                         self.inner.core.repr($client_label)
                     )
+                }
+
+                #[pyo3(signature = (*args, **kwargs), text_signature = "(self, /, count=100, *, block=None, lease=30.0, owner=None)")]
+                fn batches<'py>(
+                    slf: &Bound<'py, Self>,
+                    args: &Bound<'py, PyTuple>,
+                    kwargs: Option<&Bound<'py, PyDict>>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+                    let py = slf.py();
+                    let class = CLASS.import(py, "ferroq.batches", $batches)?;
+                    let all: Vec<Bound<'py, PyAny>> = std::iter::once(slf.as_any().clone()).chain(args.iter()).collect();
+                    let all = PyTuple::new(py, all)?;
+                    class.call(all, kwargs)
                 }
 
                 #[pyo3(signature = (ids, fields, *, held=Arg::missing()), text_signature = "(self, /, ids, fields, *, held=False)")]
@@ -517,5 +534,5 @@ pub struct AsyncTopic {
     pub inner: TopicCore,
 }
 
-topic_methods!(Topic, "Topic", "Client", sync_call);
-topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", run_async);
+topic_methods!(Topic, "Topic", "Client", "Batches", sync_call);
+topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);

@@ -22,6 +22,7 @@ import pytest
 
 import ferroq
 from _adapters import LoopThread
+from _checks import wait_for
 
 #: Worker settings that keep the tests short: quick polls, no signal handlers on the test thread.
 FAST = {'poll': 0.05, 'handle_signals': False, 'retry_delay': 0.01}
@@ -57,14 +58,6 @@ def run_burst(impl: str, loop: LoopThread, client: Any, topics: Any, handler: An
     """Run a burst worker to the end (bounded by the result timeout)."""
     running = Running(impl, loop, client, topics, handler, burst=True, **opts)
     return running.result.result(60)
-
-
-def wait_for(what: str, check: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.02)
 
 
 # --- protocol pieces the worker is built on ---------------------------------------------------------

@@ -36,17 +36,10 @@ from _fault_proxy import FaultProxy
 from _fault_queues import Target
 from _fault_server import FaultServer
 
+from _checks import wait_for
+
 DRIVER = Path(__file__).parent / 'fault_driver.py'
 _LINES: list[str] = []
-
-
-def wait_for(what: str, predicate: Callable[[], bool], timeout: float, step: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(step)
-    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
 
 def pending(r: redis.Redis, topic: str | Target) -> int:

@@ -43,7 +43,12 @@ __all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_P
 
 PUBLISH = register_operation(Operation('publish', 'rfq', 'rfq publish', 'rfq publish (batch 1) / publish_batch')).name
 CLAIM_COMMIT = register_operation(
-    Operation('claim+commit', 'rfq', 'rfq claim+commit', 'claim(count=batch) then commit of what was claimed')
+    Operation(
+        'claim+commit',
+        'rfq',
+        'rfq claim+commit',
+        'claim a batch, then commit it (ferroq clients: Topic.batches(count=batch), the next claim in flight)',
+    )
 ).name
 RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ sendMessage / send_batch')).name
 RSMQ_RECV_DELETE = register_operation(
@@ -168,6 +173,9 @@ class _TopicSession:
         self.topic.commit(self.topic.claim(count=10, lease=LEASE))
         if self.op == CLAIM_COMMIT:
             prefill(self.ctx, 'rfq', n)
+            # The loop a user writes: each batch committed while the next one is claimed. The prefill is
+            # exactly n messages, so the batches end with it.
+            self.batches = self.topic.batches(self.ctx.batch, lease=LEASE)
 
     def step(self, k: int) -> int:
         if self.op == PUBLISH:
@@ -175,10 +183,13 @@ class _TopicSession:
                 self.topic.publish(self.msgs[0])
                 return 1
             return len(self.topic.publish_batch(self.msgs[:k]))
-        return len(self.topic.commit(self.topic.claim(count=k, lease=LEASE)))
+        batch = next(self.batches, None)
+        return 0 if batch is None else len(self.topic.commit(batch))
 
     def close(self) -> None:
         try:
+            if self.op == CLAIM_COMMIT:
+                self.batches.close()
             self.client.close()
         finally:
             cleanup(self.ctx, 'rfq')
@@ -197,6 +208,7 @@ class _AsyncTopicSession:
         await self.topic.commit(await self.topic.claim(count=10, lease=LEASE))
         if self.op == CLAIM_COMMIT:
             prefill(self.ctx, 'rfq', n)
+            self.batches = self.topic.batches(self.ctx.batch, lease=LEASE)
 
     async def step(self, k: int) -> int:
         if self.op == PUBLISH:
@@ -204,11 +216,16 @@ class _AsyncTopicSession:
                 await self.topic.publish(self.msgs[0])
                 return 1
             return len(await self.topic.publish_batch(self.msgs[:k]))
-        claimed = await self.topic.claim(count=k, lease=LEASE)
-        return len(await self.topic.commit(claimed))
+        try:
+            batch = await self.batches.__anext__()  # anext() is Python 3.10+
+        except StopAsyncIteration:
+            return 0
+        return len(await self.topic.commit(batch))
 
     async def close(self) -> None:
         try:
+            if self.op == CLAIM_COMMIT:
+                await self.batches.close()
             await self.client.close()
         finally:
             cleanup(self.ctx, 'rfq')

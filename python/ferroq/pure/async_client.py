@@ -18,6 +18,7 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from ferroq.batches import DEFAULT_COUNT, AsyncBatches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _server, _settings
 from ferroq.pure._handles import AsyncMode, ClientState, GroupState, RsmqState, StreamState, TopicState
@@ -41,6 +42,11 @@ class AsyncTopic(TopicState, AsyncMode):
     """An rfq topic on an :class:`AsyncClient`; the methods of :class:`ferroq.pure.Topic`, awaitable."""
 
     __slots__ = ()
+
+    def batches(
+        self, count: int = DEFAULT_COUNT, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> AsyncBatches:
+        return AsyncBatches(self, count, block=block, lease=lease, owner=owner)
 
 
 @final

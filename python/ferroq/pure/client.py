@@ -27,6 +27,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ferroq.batches import DEFAULT_COUNT, Batches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _server, _settings
 from ferroq.pure._handles import ClientState, GroupState, RsmqState, StreamState, SyncMode, TopicState
@@ -50,6 +51,11 @@ class Topic(TopicState, SyncMode):
     """An rfq topic on a :class:`Client`."""
 
     __slots__ = ()
+
+    def batches(
+        self, count: int = DEFAULT_COUNT, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> Batches:
+        return Batches(self, count, block=block, lease=lease, owner=owner)
 
 
 @final

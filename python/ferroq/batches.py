@@ -1,0 +1,177 @@
+"""A claim+commit loop with the next claim in flight: ``Topic.batches`` of every client.
+
+>>> with topic.batches(count=1000, lease=60) as batches:   # doctest: +SKIP
+...     for batch in batches:
+...         handle(batch)
+...         topic.commit(batch)
+
+Each batch is one ``Topic.claim(count, block, lease, owner)``. When a batch is handed out, the claim of
+the next one is already sent: the server claims it (and the client reads its bodies) while the caller
+handles and commits the current one, so neither side waits for the other. The iteration ends at the first
+claim that finds nothing (after waiting up to ``block`` seconds, if given). A sync client runs the claim
+ahead in a thread of the iterator's own (the native client releases the GIL during its I/O); an asyncio
+client runs it as a task.
+
+The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
+is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
+block) gives that batch back to the front of the backlog at once; an iterator dropped without closing
+leaves it claimed until its lease ends, when a harvest requeues it, as for any claim whose holder went
+away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ferroq.exceptions import FerroqError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ferroq.types import Message
+
+__all__ = ['AsyncBatches', 'Batches']
+
+#: Messages per batch when ``count`` is not given.
+DEFAULT_COUNT = 100
+
+
+class _Iteration:
+    """What both forms keep: the arguments of every claim (checked before anything is claimed), the claim ahead,
+    and a lock that gives one caller at a time the claim ahead to take and the next one to send."""
+
+    _ahead: Any
+
+    def __init__(
+        self,
+        topic: Any,
+        count: int = DEFAULT_COUNT,
+        *,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
+    ) -> None:
+        # Imported here: ferroq.pure's clients import this module.
+        from ferroq.pure._validation import check_block, check_count, check_lease, check_owner
+
+        check_count(count), check_block(block), check_lease(lease), check_owner(owner)
+        self._topic = topic
+        self._kwargs: dict[str, Any] = {'count': count, 'block': block, 'lease': lease, 'owner': owner}
+        self._closed = False
+        self._ahead = None
+
+    def _claim(self) -> Any:
+        """One claim of the iteration: its batch (sync) or an awaitable of it (asyncio)."""
+        return self._topic.claim(**self._kwargs)
+
+    def __repr__(self) -> str:
+        args = ', '.join(f'{k}={v!r}' for k, v in self._kwargs.items())
+        return f'{type(self).__name__}({self._topic!r}, {args})'
+
+
+class Batches(_Iteration):
+    """Batches of one topic's messages, claimed one ahead (see :mod:`ferroq.batches`); a context manager."""
+
+    _ahead: concurrent.futures.Future[list[Message]] | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._turn = threading.Lock()
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='ferroq-batches')
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> list[Message]:
+        with self._turn:
+            if self._closed:
+                raise StopIteration
+            ahead, self._ahead = self._ahead, None
+            batch: list[Message] = ahead.result() if ahead is not None else self._claim()
+            if not batch:
+                self._close()
+                raise StopIteration
+            self._ahead = self._thread.submit(self._claim)
+            return batch
+
+    def close(self) -> None:
+        """Stop claiming and give the batch claimed ahead (if any) back to the front of the backlog."""
+        with self._turn:
+            self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        ahead, self._ahead = self._ahead, None
+        try:
+            if ahead is not None:
+                # A claim ahead that failed holds nothing this iterator could give back.
+                with contextlib.suppress(FerroqError):
+                    batch = ahead.result()
+                    if batch:
+                        self._topic.release(batch)
+        finally:
+            self._thread.shutdown(wait=False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncBatches(_Iteration):
+    """The asyncio form of :class:`Batches`: ``async for`` and ``async with``; the claim ahead is a task."""
+
+    _ahead: asyncio.Future[list[Message]] | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._turn = asyncio.Lock()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> list[Message]:
+        async with self._turn:
+            if self._closed:
+                raise StopAsyncIteration
+            ahead, self._ahead = self._ahead, None
+            batch: list[Message] = await (ahead if ahead is not None else self._claim())
+            if not batch:
+                await self._close()
+                raise StopAsyncIteration
+            self._ahead = asyncio.ensure_future(self._claim())
+            return batch
+
+    async def close(self) -> None:
+        """Stop claiming and give the batch claimed ahead (if any) back to the front of the backlog."""
+        async with self._turn:
+            await self._close()
+
+    async def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            with contextlib.suppress(FerroqError):
+                batch = await ahead
+                if batch:
+                    await self._topic.release(batch)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
