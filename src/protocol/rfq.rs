@@ -28,14 +28,15 @@ const MAX_STEPS: usize = 10_000;
 const POLL_MIN: Duration = Duration::from_millis(5);
 const POLL_MAX: Duration = Duration::from_millis(100);
 
-/// A claimed message; `topic` indexes the topics given to [`claim`]; `claim` is the token of its claim.
+/// A claimed message; `topic` indexes the topics given to [`claim`]; `claim` is the token of its claim,
+/// shared by the claim's messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
     pub topic: usize,
     pub id: String,
     pub deliveries: i64,
     pub fields: Fields,
-    pub claim: String,
+    pub claim: Arc<str>,
 }
 
 /// An id to commit / extend / release, with its fence: its claim's token, the delivery count of a claim of
@@ -328,6 +329,7 @@ async fn with_bodies(
         .await?;
     let mut out = Vec::with_capacity(held.len());
     let mut ghosts = Vec::new();
+    let claim: Arc<str> = Arc::from(token);
     for ((ti, id, deliveries), body) in held.into_iter().zip(bodies) {
         let fields = pairs(body)?;
         if fields.is_empty() {
@@ -342,7 +344,7 @@ async fn with_bodies(
                 id,
                 deliveries,
                 fields,
-                claim: token.to_string(),
+                claim: claim.clone(),
             });
         }
     }
@@ -474,8 +476,9 @@ async fn fenced(
     }
     let pipes = pipelines(cmds);
     let replies = eval_all(pool, idempotent, script, &pipes).await?;
-    // The replies hold ids only; map them back to (topic, id) through the call each came from.
-    let mut done: HashSet<(String, String)> = HashSet::new();
+    // The replies hold ids only; map them back to (topic, id) through the call each came from. The keys
+    // borrow the items' strings: nothing is allocated per id.
+    let mut done: HashSet<(&str, &str)> = HashSet::with_capacity(items.len());
     let mut reply_iter = replies.into_iter();
     for name in &order {
         let (_, held) = &groups[name];
@@ -493,7 +496,7 @@ async fn fenced(
                 let refused: HashSet<String> = items.map(string).collect::<Result<_>>()?;
                 let mut taken = 0;
                 for h in chunk {
-                    if !refused.contains(&h.id) && done.insert((name.to_string(), h.id.clone())) {
+                    if !refused.contains(&h.id) && done.insert((name, &h.id)) {
                         taken += 1;
                     }
                 }
@@ -503,8 +506,11 @@ async fn fenced(
                     )));
                 }
             } else {
-                for id in items {
-                    done.insert((name.to_string(), string(id)?));
+                let accepted: HashSet<String> = items.map(string).collect::<Result<_>>()?;
+                for h in chunk {
+                    if accepted.contains(&h.id) {
+                        done.insert((name, &h.id));
+                    }
                 }
             }
         }
@@ -512,7 +518,7 @@ async fn fenced(
     // Input order, each id once.
     let mut out = Vec::new();
     for item in items {
-        if done.remove(&(item.topic.name.clone(), item.id.clone())) {
+        if done.remove(&(item.topic.name.as_str(), item.id.as_str())) {
             out.push(item.id.clone());
         }
     }

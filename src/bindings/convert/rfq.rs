@@ -249,9 +249,19 @@ pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<Claimed>) -> P
     // One str object per topic, shared by its messages.
     let topics: Vec<Bound<'_, PyString>> = names.iter().map(|n| PyString::new(py, n)).collect();
     let out = PyList::empty(py);
+    // One str per claim token, shared by the claim's messages.
+    let mut token: Option<(std::sync::Arc<str>, Bound<'_, PyString>)> = None;
     for c in claimed {
         let fields = fields_dict(py, &c.fields)?;
-        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries, c.claim))?)?;
+        let claim = match &token {
+            Some((t, s)) if std::sync::Arc::ptr_eq(t, &c.claim) => s.clone(),
+            _ => {
+                let s = PyString::new(py, &c.claim);
+                token = Some((c.claim.clone(), s.clone()));
+                s
+            }
+        };
+        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries, claim))?)?;
     }
     Ok(out.into_any().unbind())
 }
