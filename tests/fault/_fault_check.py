@@ -12,7 +12,8 @@
   after its lease ran out (``expired``), or the claim's reply never reached the process (``unrecorded``:
   the delivery count skipped a number). A redelivery after a reported commit is ``unexplained``.
 - **double_commits**: keys that two commits both reported committed (except a commit lost with the
-  unwritten AOF tail at a lossy crash, together with the claim before it).
+  unwritten AOF tail at a lossy crash: acknowledged less than ``LOSSY_WINDOW`` before it, or with the claim
+  before it).
 - **premature**: a redelivery that completed before the previous claim's lease could have run out (a
   live lease was requeued).
 - **double_claims**: two deliveries with the same delivery count (two holders of one token).
@@ -46,6 +47,8 @@ class Delivery:
     intact: bool
     #: none | sending | ok | refused | error | killed | killed-sending (killed while its commit was in flight)
     commit: str = 'none'
+    #: when the commit's reply came (ok, refused or error)
+    committed_at: float | None = None
 
 
 @dataclass
@@ -133,6 +136,14 @@ def _lost_at_crash(d: Delivery, nxt: Delivery, crashes: list[float]) -> bool:
     return nxt.n <= d.n and any(d.t0 < c < nxt.t1 for c in crashes)
 
 
+def _commit_lost_at_crash(d: Delivery, nxt: Delivery, crashes: list[float]) -> bool:
+    """``d``'s commit was acknowledged shortly before a lossy crash that fell before ``nxt``: the commit may have
+    been lost with the unwritten AOF tail while the claim before it was written (an AOF write postponed by a
+    slow fsync), so the claim's lease ran out and the message was delivered and committed again."""
+    at = d.committed_at
+    return d.commit == 'ok' and at is not None and any(0 <= c - at < LOSSY_WINDOW and c < nxt.t1 for c in crashes)
+
+
 @dataclass
 class _History:
     crashes: list[float] = field(default_factory=list)  # lossy crashes (see _lossy_crashes)
@@ -174,6 +185,7 @@ class _History:
                     d = held.pop(msg_id, None)
                     if d is not None:
                         d.commit = 'error' if 'err' in ev else ('ok' if msg_id in ev['done'] else 'refused')
+                        d.committed_at = ev['t']
         for d in held.values():
             if killed:
                 d.commit = 'killed-sending' if d.commit == 'sending' else 'killed'
@@ -248,9 +260,12 @@ def _check_key(
     if any(d.n == nxt.n and not _lost_at_crash(d, nxt, crashes) for d, nxt in zip(ds, ds[1:])):
         counts.double_claims += 1
         counts.note('double_claims', key)
-    # A commit acknowledged before a lossy crash that also lost the claim before it (the next delivery has no
-    # higher count) was lost with the unwritten AOF tail: the message is delivered and committed again.
-    lost_commits = sum(d.commit == 'ok' and _lost_at_crash(d, nxt, crashes) for d, nxt in zip(ds, ds[1:]))
+    # A commit acknowledged before a lossy crash that lost it with the unwritten AOF tail (and maybe the claim
+    # before it: the next delivery has no higher count) is delivered and committed again.
+    lost_commits = sum(
+        d.commit == 'ok' and (_lost_at_crash(d, nxt, crashes) or _commit_lost_at_crash(d, nxt, crashes))
+        for d, nxt in zip(ds, ds[1:])
+    )
     if sum(d.commit == 'ok' for d in ds) - lost_commits + dead > 1:
         counts.double_commits += 1
         counts.note('double_commits', key)
@@ -277,7 +292,7 @@ def _redeliveries(
     if ds[0].n > 1:
         counts.causes['unrecorded'] += 1
     for d, nxt in zip(ds, ds[1:]):
-        if _lost_at_crash(d, nxt, crashes):
+        if _lost_at_crash(d, nxt, crashes) or _commit_lost_at_crash(d, nxt, crashes):
             counts.causes['crash'] += 1
             continue
         if nxt.n > d.n + 1:

@@ -150,9 +150,21 @@ pub fn message_id(obj: &Bound<'_, PyAny>) -> Result<String> {
     Ok(id)
 }
 
+/// What the previous Message of a call held, by identity: the messages of one claim share their claim
+/// token's and their topic's str objects (see [`messages_py`]), so most messages reuse what the one before
+/// converted instead of converting the same text again.
+#[derive(Default)]
+struct Previous<'py> {
+    claim: Option<(Bound<'py, PyAny>, String)>,
+    topic: Option<(Bound<'py, PyAny>, Arc<TopicKeys>)>,
+}
+
 /// (id, topic, fence) of a `ferroq.types.Message`, or None if `obj` is not one. The fence is its claim's
 /// token, or for a Message without one (made by hand) its delivery count.
-fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'py, PyAny>, String)>> {
+fn message_parts<'py>(
+    obj: &Bound<'py, PyAny>,
+    previous: &mut Previous<'py>,
+) -> Result<Option<(String, Bound<'py, PyAny>, String)>> {
     let py = obj.py();
     let cls = message_class(py).map_err(|e| Error::invalid(format!("cannot import ferroq.types: {e}")))?;
     if !obj.is_instance(cls).unwrap_or(false) {
@@ -165,12 +177,19 @@ fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'
     };
     let id = message_id(&get(pyo3::intern!(py, "id"))?)?;
     let claim = get(pyo3::intern!(py, "claim"))?;
-    if let Ok(claim) = claim.cast::<PyString>() {
-        let claim = claim
+    if let Some((seen, token)) = &previous.claim {
+        if seen.is(&claim) {
+            return Ok(Some((id, get(pyo3::intern!(py, "topic"))?, token.clone())));
+        }
+    }
+    if let Ok(text) = claim.cast::<PyString>() {
+        let token = text
             .to_cow()
-            .map_err(|e| Error::invalid(format!("bad Message: {e}")))?;
-        if !claim.is_empty() {
-            return Ok(Some((id, get(pyo3::intern!(py, "topic"))?, claim.into_owned())));
+            .map_err(|e| Error::invalid(format!("bad Message: {e}")))?
+            .into_owned();
+        if !token.is_empty() {
+            previous.claim = Some((claim, token.clone()));
+            return Ok(Some((id, get(pyo3::intern!(py, "topic"))?, token)));
         }
     }
     let deliveries = get(pyo3::intern!(py, "deliveries"))?;
@@ -187,20 +206,25 @@ fn message_parts<'py>(obj: &Bound<'py, PyAny>) -> Result<Option<(String, Bound<'
 
 /// Messages or bare ids of one topic (Topic.commit / extend / release).
 pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<Vec<Held>> {
+    let mut previous = Previous::default();
     items(obj, "messages")?
         .iter()
-        .map(|item| match message_parts(item)? {
+        .map(|item| match message_parts(item, &mut previous)? {
             Some((id, msg_topic, fence)) => {
-                let same = msg_topic
-                    .cast::<PyString>()
-                    .is_ok_and(|s| s.to_cow().is_ok_and(|s| s == topic.name));
-                if !same {
-                    return Err(Error::invalid(format!(
-                        "message {} was claimed from topic {}, not {}",
-                        py_repr(&id),
-                        repr(&msg_topic),
-                        py_repr(&topic.name)
-                    )));
+                let seen = previous.topic.as_ref().is_some_and(|(t, _)| t.is(&msg_topic));
+                if !seen {
+                    let same = msg_topic
+                        .cast::<PyString>()
+                        .is_ok_and(|s| s.to_cow().is_ok_and(|s| s == topic.name));
+                    if !same {
+                        return Err(Error::invalid(format!(
+                            "message {} was claimed from topic {}, not {}",
+                            py_repr(&id),
+                            repr(&msg_topic),
+                            py_repr(&topic.name)
+                        )));
+                    }
+                    previous.topic = Some((msg_topic, topic.clone()));
                 }
                 Ok(Held {
                     topic: topic.clone(),
@@ -220,10 +244,20 @@ pub fn held_in_topic(obj: &Bound<'_, PyAny>, topic: &Arc<TopicKeys>) -> Result<V
 /// Messages of any topics (Client.commit / extend / release); bare ids have no topic, so they are refused.
 pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
     let mut topics: Vec<Arc<TopicKeys>> = Vec::new();
+    let mut previous = Previous::default();
     items(obj, "messages")?
         .iter()
-        .map(|item| match message_parts(item)? {
+        .map(|item| match message_parts(item, &mut previous)? {
             Some((id, msg_topic, fence)) => {
+                if let Some((seen, topic)) = &previous.topic {
+                    if seen.is(&msg_topic) {
+                        return Ok(Held {
+                            topic: topic.clone(),
+                            id,
+                            fence,
+                        });
+                    }
+                }
                 let name = topic_name(&msg_topic)?;
                 let topic = match topics.iter().find(|t| t.name == name) {
                     Some(t) => t.clone(),
@@ -233,6 +267,7 @@ pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
                         t
                     }
                 };
+                previous.topic = Some((msg_topic, topic.clone()));
                 Ok(Held { topic, id, fence })
             }
             None => Err(Error::invalid(format!(
