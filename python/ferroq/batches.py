@@ -10,13 +10,14 @@ the next one is already sent: the server claims it (and the client reads its bod
 handles and commits the current one, so neither side waits for the other. The iteration ends at the first
 claim that finds nothing (after waiting up to ``block`` seconds, if given). A sync client runs the claim
 ahead in a thread of the iterator's own (the native client releases the GIL during its I/O); an asyncio
-client runs it as a task.
+client runs it as a task. Several threads (or tasks) may share one iterator: each batch goes to one of
+them, and one claim at a time is in flight.
 
 The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
 is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
-block) gives that batch back to the front of the backlog at once; an iterator dropped without closing
-leaves it claimed until its lease ends, when a harvest requeues it, as for any claim whose holder went
-away.
+block) gives that batch back to the front of the backlog, once its claim has returned (with ``block``,
+after up to ``block`` seconds). An iterator dropped without closing leaves it claimed until its lease
+ends, when a harvest requeues it, as for any claim whose holder went away.
 """
 
 from __future__ import annotations
