@@ -37,6 +37,7 @@ from ferroq.bench._wire import (
 )
 
 if TYPE_CHECKING:
+    from ferroq.batches import AsyncBatches, Batches
     from ferroq.typing import AsyncClientProtocol, ClientProtocol
 
 __all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
@@ -166,6 +167,7 @@ class _TopicSession:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.topic = client.topic(ctx.name)
         self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+        self.batches: Batches | None = None  # claim+commit's loop, made by setup
 
     def setup(self, n: int) -> None:
         # one small cycle first: opens the connections and loads the scripts
@@ -183,12 +185,13 @@ class _TopicSession:
                 self.topic.publish(self.msgs[0])
                 return 1
             return len(self.topic.publish_batch(self.msgs[:k]))
+        assert self.batches is not None
         batch = next(self.batches, None)
         return 0 if batch is None else len(self.topic.commit(batch))
 
     def close(self) -> None:
         try:
-            if self.op == CLAIM_COMMIT:
+            if self.batches is not None:
                 self.batches.close()
             self.client.close()
         finally:
@@ -202,6 +205,7 @@ class _AsyncTopicSession:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.topic = client.topic(ctx.name)
         self.msgs = [{_FIELD: payload(ctx.cfg.size)}] * ctx.batch
+        self.batches: AsyncBatches | None = None  # claim+commit's loop, made by setup
 
     async def setup(self, n: int) -> None:
         await self.topic.publish_batch(self.msgs[:10])
@@ -216,6 +220,7 @@ class _AsyncTopicSession:
                 await self.topic.publish(self.msgs[0])
                 return 1
             return len(await self.topic.publish_batch(self.msgs[:k]))
+        assert self.batches is not None
         try:
             batch = await self.batches.__anext__()  # anext() is Python 3.10+
         except StopAsyncIteration:
@@ -224,7 +229,7 @@ class _AsyncTopicSession:
 
     async def close(self) -> None:
         try:
-            if self.op == CLAIM_COMMIT:
+            if self.batches is not None:
                 await self.batches.close()
             await self.client.close()
         finally:
