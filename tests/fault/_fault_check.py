@@ -130,18 +130,21 @@ def _lossy_crashes(events: list[dict[str, Any]]) -> list[float]:
     return [ev['t'] for ev in events if ev['ev'] == 'fault' and ev.get('kind') == 'server-kill' and ev.get('lossy')]
 
 
+def _acked_before_crash(t: float, crashes: list[float], until: float = float('inf')) -> bool:
+    """A write acknowledged at ``t`` may have been lost with the unwritten AOF tail of a lossy crash that came
+    less than LOSSY_WINDOW after it (and before ``until``)."""
+    return any(0 <= c - t < LOSSY_WINDOW and c < until for c in crashes)
+
+
 def _lost_at_crash(d: Delivery, nxt: Delivery, crashes: list[float]) -> bool:
-    """``nxt`` did not see ``d``'s claim (its count did not go up) and a lossy crash fell between them: the claim
-    was acknowledged but lost with the server's unwritten AOF tail, so the message was in the backlog again."""
-    return nxt.n <= d.n and any(d.t0 < c < nxt.t1 for c in crashes)
-
-
-def _commit_lost_at_crash(d: Delivery, nxt: Delivery, crashes: list[float]) -> bool:
-    """``d``'s commit was acknowledged shortly before a lossy crash that fell before ``nxt``: the commit may have
-    been lost with the unwritten AOF tail while the claim before it was written (an AOF write postponed by a
-    slow fsync), so the claim's lease ran out and the message was delivered and committed again."""
+    """A lossy crash between ``d`` and ``nxt`` explains ``nxt``. Either ``nxt`` did not see ``d``'s claim (its count
+    did not go up: the claim was lost with the unwritten AOF tail, so the message was in the backlog again),
+    or ``d``'s commit was acknowledged shortly before the crash and lost while the claim before it was written
+    (an AOF write postponed by a slow fsync), so the claim's lease ran out and the message came back."""
+    if nxt.n <= d.n and any(d.t0 < c < nxt.t1 for c in crashes):
+        return True
     at = d.committed_at
-    return d.commit == 'ok' and at is not None and any(0 <= c - at < LOSSY_WINDOW and c < nxt.t1 for c in crashes)
+    return d.commit == 'ok' and at is not None and _acked_before_crash(at, crashes, nxt.t1)
 
 
 @dataclass
@@ -153,7 +156,7 @@ class _History:
 
     def publish(self, ev: dict[str, Any]) -> None:
         # A publish acknowledged shortly before a lossy crash may have been lost with the unwritten AOF tail.
-        ok = 'ids' in ev and not any(0 <= c - ev['t'] < LOSSY_WINDOW for c in self.crashes)
+        ok = 'ids' in ev and not _acked_before_crash(ev['t'], self.crashes)
         for i, key in enumerate(ev['keys']):
             if ok:
                 self.published_id[key] = ev['ids'][i]
@@ -262,10 +265,7 @@ def _check_key(
         counts.note('double_claims', key)
     # A commit acknowledged before a lossy crash that lost it with the unwritten AOF tail (and maybe the claim
     # before it: the next delivery has no higher count) is delivered and committed again.
-    lost_commits = sum(
-        d.commit == 'ok' and (_lost_at_crash(d, nxt, crashes) or _commit_lost_at_crash(d, nxt, crashes))
-        for d, nxt in zip(ds, ds[1:])
-    )
+    lost_commits = sum(d.commit == 'ok' and _lost_at_crash(d, nxt, crashes) for d, nxt in zip(ds, ds[1:]))
     if sum(d.commit == 'ok' for d in ds) - lost_commits + dead > 1:
         counts.double_commits += 1
         counts.note('double_commits', key)
@@ -292,7 +292,7 @@ def _redeliveries(
     if ds[0].n > 1:
         counts.causes['unrecorded'] += 1
     for d, nxt in zip(ds, ds[1:]):
-        if _lost_at_crash(d, nxt, crashes) or _commit_lost_at_crash(d, nxt, crashes):
+        if _lost_at_crash(d, nxt, crashes):
             counts.causes['crash'] += 1
             continue
         if nxt.n > d.n + 1:
