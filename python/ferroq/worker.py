@@ -7,8 +7,9 @@
 
 What a worker does:
 
-- claims in batches (``prefetch`` messages held at most, not counting finished ones being committed),
-  topics in priority order (the first first); the next claim is in flight while handlers run;
+- claims in batches of up to half the ``prefetch`` (``prefetch`` messages held at most, not counting
+  finished ones being committed), topics in priority order (the first first); the next claim is in flight
+  while handlers run;
 - runs the handler once per message, ``concurrency`` at a time, in lanes that each run message after
   message: on threads for a plain function, as asyncio tasks for an ``async def`` handler;
 - renews the leases of everything it holds every third of ``lease``, so a slow handler keeps its message;
@@ -354,7 +355,7 @@ class _Engine:
         """Whether the finished messages are to be recorded now (one batch at a time)."""
         if not self._done or self._flushing is not None:
             return False
-        idle = len(self._free) == self.concurrency
+        idle = len(self._free) == self.concurrency and not self._ready  # nothing runs, nothing is about to
         return idle or len(self._done) >= self._flush_at or time.monotonic() - self._first_done >= COMMIT_LINGER
 
     def _in_background(self, call: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
@@ -569,6 +570,7 @@ class _Engine:
     async def _main(self) -> None:
         assert self._wake is not None
         low_water = self.prefetch // 2
+        claim_size = max(1, (self.prefetch + 1) // 2)
         while not self._stopping:
             if self._failure is not None:
                 raise self._failure
@@ -580,11 +582,11 @@ class _Engine:
                 claimed_nothing = not claiming.result()
                 if claimed_nothing and self._claim_idle and self.burst and await self._drained():
                     return
-            self._start()
             finished = self._take_done() if self._flush_due() else []
             # The claim runs while handlers run and outcomes are recorded, so the server always has work;
             # it is sent before the commit, so its messages arrive while the server commits. After an
-            # empty claim, the next one waits for a wake or a poll (a blocking claim when idle).
+            # empty claim, the next one waits for a wake or a poll (a blocking claim when idle). A claim
+            # takes at most half the prefetch: when handlers are fast, the other half is run meanwhile.
             held = self._held_count()
             if (
                 self._claiming is None
@@ -594,9 +596,12 @@ class _Engine:
             ):
                 self._claim_idle = held == 0
                 block = self.poll if self._claim_idle else None
-                self._claiming = self._in_background(self._claim(self.prefetch - held, block))
+                self._claiming = self._in_background(self._claim(min(self.prefetch - held, claim_size), block))
             if finished:
                 self._flushing = self._in_background(self._flush(finished))
+            # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
+            # made above are sent first.
+            self._start()
             self._wake.clear()
             if self._done and self._flushing is None:
                 timeout = max(0.0, COMMIT_LINGER - (time.monotonic() - self._first_done))

@@ -364,16 +364,16 @@ def test_harvester_takes_over_a_retired_workers_list(client, r, impl, loop_threa
 def test_stop_releases_prefetched_messages(client, r, impl, loop_thread):
     t = client.topic('jobs')
     t.publish_batch([{'n': str(i)} for i in range(10)])
-    started = threading.Event()
+    started: list[str] = []
     proceed = threading.Event()
 
     def handle(msg: ferroq.Message) -> None:
-        started.set()
-        proceed.wait(10)
+        started.append(msg.id)
+        proceed.wait(30)
 
     running = Running(impl, loop_thread, client, 'jobs', handle, concurrency=2, prefetch=6)
-    assert started.wait(10)
-    time.sleep(0.1)  # both handlers running, four more prefetched
+    # Both handlers running, four more prefetched (two claims of three: half the prefetch each).
+    wait_for('two handlers and six claimed', lambda: len(started) == 2 and r.llen('rfq:jobs:nextlog') == 6)
     running.worker.stop()
     proceed.set()
     stats = running.result.result(30)
