@@ -466,8 +466,24 @@ struct Taken {
     next_ms: i64,
 }
 
-fn decode_message(v: Value) -> Result<Received> {
-    let [id, message, rc, fr] = take::<4>(v, "received message")?;
+/// Decodes receive-4's flat list of messages: id, message, rc, fr for each.
+fn decode_messages(items: Value) -> Result<Vec<Received>> {
+    let items = array(items)?;
+    if items.len() % 4 != 0 {
+        return Err(Error::protocol(format!(
+            "receive reply: {} values, not 4 per message",
+            items.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(items.len() / 4);
+    let mut items = items.into_iter();
+    while let (Some(id), Some(message), Some(rc), Some(fr)) = (items.next(), items.next(), items.next(), items.next()) {
+        out.push(decode_message(id, message, rc, fr)?);
+    }
+    Ok(out)
+}
+
+fn decode_message(id: Value, message: Value, rc: Value, fr: Value) -> Result<Received> {
     let id = string(id)?;
     let fr = string(fr)?;
     Ok(Received {
@@ -509,10 +525,7 @@ async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool) -> 
         match (word.as_str(), rest.len()) {
             ("ok", 3) => {
                 let [now, next, items]: [Value; 3] = rest.try_into().map_err(|_| Error::protocol("receive reply"))?;
-                let messages = array(items)?
-                    .into_iter()
-                    .map(decode_message)
-                    .collect::<Result<Vec<_>>>()?;
+                let messages = decode_messages(items)?;
                 return Ok(Taken {
                     messages,
                     now_ms: int(now)?,
@@ -696,18 +709,19 @@ mod tests {
     #[test]
     fn received_messages_decode() {
         let id = format!("gqll7vdgzk{}", "A".repeat(22));
-        let got = decode_message(Value::Array(vec![b(&id), b("body"), Value::Int(2), b("1700000000999")])).unwrap();
+        let got = decode_messages(Value::Array(vec![b(&id), b("body"), Value::Int(2), b("1700000000999")])).unwrap();
         assert_eq!(
             got,
-            Received {
+            [Received {
                 id,
                 message: "body".into(),
                 rc: 2,
                 fr: 1_700_000_000_999,
                 sent: 1_700_000_000_123.456
-            }
+            }]
         );
-        assert!(decode_message(Value::Array(vec![b("x")])).is_err());
+        assert!(decode_messages(Value::Array(vec![b("x")])).is_err());
+        assert_eq!(decode_messages(Value::Array(vec![])).unwrap(), []);
     }
 
     #[test]

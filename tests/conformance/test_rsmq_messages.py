@@ -18,6 +18,13 @@ def redis_ms(r) -> int:
     return sec * 1000 + usec // 1000
 
 
+def _next_ms(r) -> None:
+    """Returns once the server's clock is past the millisecond it read first."""
+    seen = redis_ms(r)
+    while redis_ms(r) <= seen:
+        time.sleep(0.001)
+
+
 @pytest.fixture
 def q(client):
     queue = client.rsmq('jobs')
@@ -81,6 +88,28 @@ def test_receive_hides_for_vt_and_redelivers(q, r):
     assert (again.id, again.rc, again.fr) == (msg_id, 2, m.fr)
     assert r.hget('rsmq:jobs:Q', f'{msg_id}:fr') == str(m.fr)
     assert r.hget('rsmq:jobs:Q', 'totalrecv') == '2'
+
+
+def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r):
+    # Each step waits for the next millisecond of the server's clock: scores never tie (ties go by id).
+    old = q.send_batch(['a', 'b', 'c'])
+    _next_ms(r)
+    first = q.receive_batch(2, vt=0)  # a and b: visible again at once, now the newest
+    assert [(m.id, m.rc) for m in first] == [(old[0], 1), (old[1], 1)]
+    _next_ms(r)
+    new = q.send_batch(['d', 'e'])
+    t0 = redis_ms(r)
+    got = q.receive_batch(10, vt=60)
+    # Oldest score first: c (never received), a and b (received before), then d and e.
+    assert [(m.id, m.message, m.rc) for m in got] == [
+        (old[2], 'c', 1), (old[0], 'a', 2), (old[1], 'b', 2), (new[0], 'd', 1), (new[1], 'e', 1),
+    ]  # fmt: skip
+    assert [m.fr for m in got[1:3]] == [m.fr for m in first]  # kept from their first receive
+    for m in (got[0], *got[3:]):
+        assert t0 <= m.fr <= redis_ms(r)
+    for m in got:
+        assert r.hmget('rsmq:jobs:Q', f'{m.id}:rc', f'{m.id}:fr') == [str(m.rc), str(m.fr)]
+    assert r.hget('rsmq:jobs:Q', 'totalrecv') == '7'
 
 
 def test_receive_uses_queue_vt(client, r):

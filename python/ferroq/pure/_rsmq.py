@@ -426,7 +426,10 @@ def _take_chunk(
         ok = _status(ctx, ref, name, reply)
         try:
             _, now_ms, next_ms, items = ok
-            messages = [RsmqMessage(i, body, int(rc), int(fr), rsmq_sent(i)) for i, body, rc, fr in items]
+            if len(items) % 4:
+                raise ValueError('not 4 values per message')
+            flat = iter(items)  # id, body, rc, fr of each message, one after the other
+            messages = [RsmqMessage(i, body, int(rc), int(fr), rsmq_sent(i)) for i, body, rc, fr in zip(*[flat] * 4)]
             return messages, int(now_ms), int(next_ms)
         except (TypeError, ValueError):
             raise reply_error(ctx, name, reply) from None

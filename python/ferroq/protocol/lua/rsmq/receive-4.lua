@@ -11,7 +11,7 @@ Input:
   ARGV[4]  the namespace prefix '{ns}:', to check KEYS[3] against the stored dead-letter queue
 
 Output:
-  {'ok', now_ms, next_ms, {{id, message, rc, fr}, ...}}
+  {'ok', now_ms, next_ms, {id, message, rc, fr, id, message, rc, fr, ...}}   four values per message
       rc: integer receive count, this receive included; fr: first-receive time, epoch ms, a string.
       next_ms: when nothing was taken, the score of the next hidden message (epoch ms), -1 if none;
       -1 when something was taken.
@@ -21,8 +21,9 @@ Output:
   {'dlqmissing', name}        the dead-letter queue does not exist (nothing was written)
 
 Per message, the state RSMQ's writes leave: receive: <id>:rc + 1; on rc == 1 <id>:fr = now_ms; score
-now_ms + vt_ms; pop: the id, <id>, <id>:rc, <id>:fr removed. ferroq reads every candidate with one
-HMGET and writes them with one ZADD / ZREM, HSET and HDEL per call, not per message. totalrecv grows by the
+now_ms + vt_ms; pop: the id, <id>, <id>:rc, <id>:fr removed. ferroq reads every candidate's <id> and
+<id>:rc with one HMGET (and <id>:fr only of those received before, with a second one) and writes them with
+one ZADD / ZREM, HSET and HDEL per call, not per message. The reply is flat: no Lua table per message. totalrecv grows by the
 number taken. Dead letter (ferroq): when 'ferroq:maxrecv' is set and a visible message has already been
 received that many times, it is moved instead of taken: ZREM + HDEL here, ZADD score now_ms in the
 dead-letter queue (same id), HSET its body there and HINCRBY totalsent 1 there; it does not count towards
@@ -63,21 +64,37 @@ local function hmget_all(key, fields)
   end
   return vals
 end
-local out, moved = {}, 0
+local out, moved, taken = {}, 0, 0 -- out: id, body, rc, fr of each message taken, one after the other
+-- The usual receive counts as strings, so writing them back needs no number formatting.
+local RC = { '1', '2', '3', '4', '5', '6', '7', '8', '9' }
 -- Taken messages keep their place until the end, so each range query skips them with an offset.
-while #out < count and moved < 1000 do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', #out, count - #out)
+while taken < count and moved < 1000 do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', taken, count - taken)
   if #ids == 0 then
     break
   end
   local fields = {}
   for i, id in ipairs(ids) do
-    fields[3 * i - 2], fields[3 * i - 1], fields[3 * i] = id, id .. ':rc', id .. ':fr'
+    fields[2 * i - 1], fields[2 * i] = id, id .. ':rc'
   end
   local vals = hmget_all(KEYS[2], fields)
+  -- A first-receive time matters only for a message received before (a first receive sets it to now).
+  local again = {}
+  for i = 1, #ids do
+    if vals[2 * i] then
+      again[#again + 1] = ids[i] .. ':fr'
+    end
+  end
+  local frs = #again > 0 and hmget_all(KEYS[2], again) or {}
   local gone, gone_fields, dead_members, dead_bodies = {}, {}, {}, {}
+  local k = 0
   for i, id in ipairs(ids) do
-    local body, rc, fr = vals[3 * i - 2], vals[3 * i - 1], vals[3 * i]
+    local body, rc = vals[2 * i - 1], vals[2 * i]
+    local fr = nil
+    if rc then
+      k = k + 1
+      fr = frs[k]
+    end
     if not body or (maxrecv and tonumber(rc or '0') >= maxrecv) then
       gone[#gone + 1] = id
       gone_fields[#gone_fields + 1], gone_fields[#gone_fields + 2], gone_fields[#gone_fields + 3] =
@@ -88,8 +105,10 @@ while #out < count and moved < 1000 do
       end
       moved = moved + 1
     else
-      local n = tonumber(rc or '0') + 1
-      out[#out + 1] = { id, body, n, (n == 1 or not fr) and now or fr }
+      local n = rc and tonumber(rc) + 1 or 1
+      local o = #out
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, body, n, (n == 1 or not fr) and now or fr
+      taken = taken + 1
     end
   end
   if #gone > 0 then
@@ -102,26 +121,28 @@ while #out < count and moved < 1000 do
     end
   end
 end
-if #out == 0 then
+if taken == 0 then
   local nxt = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   return { 'ok', now_ms, nxt[2] and tonumber(nxt[2]) or -1, out }
 end
-redis.call('HINCRBY', KEYS[2], 'totalrecv', #out)
+redis.call('HINCRBY', KEYS[2], 'totalrecv', taken)
 local ids, fields, members = {}, {}, {}
 if pop then
-  for i, m in ipairs(out) do
-    ids[i] = m[1]
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = m[1], m[1] .. ':rc', m[1] .. ':fr'
+  for i = 1, #out, 4 do
+    local id = out[i]
+    ids[#ids + 1] = id
+    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = id, id .. ':rc', id .. ':fr'
   end
   call_in_slices('ZREM', KEYS[1], ids, 1, #ids)
   call_in_slices('HDEL', KEYS[2], fields, 1, #fields)
 else
   local deadline = string.format('%.0f', now_ms + vt_ms)
-  for _, m in ipairs(out) do
-    members[#members + 1], members[#members + 2] = deadline, m[1]
-    fields[#fields + 1], fields[#fields + 2] = m[1] .. ':rc', m[3]
-    if m[3] == 1 then
-      fields[#fields + 1], fields[#fields + 2] = m[1] .. ':fr', now
+  for i = 1, #out, 4 do
+    local id, n = out[i], out[i + 2]
+    members[#members + 1], members[#members + 2] = deadline, id
+    fields[#fields + 1], fields[#fields + 2] = id .. ':rc', RC[n] or tostring(n)
+    if n == 1 then
+      fields[#fields + 1], fields[#fields + 2] = id .. ':fr', now
     end
   end
   call_in_slices('ZADD', KEYS[1], members, 1, #members)
