@@ -19,7 +19,7 @@ COMMANDS = (
     '+evalsha +script|load +smembers +hmget +subscribe +unsubscribe +ping +hello +auth +select '
     '+client|setname +info '
     '+time +get +set +hexists +hsetnx +hset +hget +hdel +hincrby +sadd +srem +unlink '
-    '+zadd +zrem +zscore +zcard +zcount +zrangebyscore +publish'
+    '+zadd +zrem +zscore +zmscore +zcard +zcount +zrangebyscore +publish'
 )
 
 

@@ -65,22 +65,27 @@ local function hmget_all(key, fields)
   return vals
 end
 local out, moved, taken = {}, 0, 0 -- out: id, body, rc, fr of each message taken, one after the other
+-- What the call writes, gathered while reading: the ZSET members (or, for pop, ids) and hash fields.
+local members, writes, removes = {}, {}, {}
+local deadline = string.format('%.0f', now_ms + vt_ms)
 -- The usual receive counts as strings, so writing them back needs no number formatting.
 local RC = { '1', '2', '3', '4', '5', '6', '7', '8', '9' }
 -- Taken messages keep their place until the end, so each range query skips them with an offset.
 while taken < count and moved < 1000 do
   local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', taken, count - taken)
-  if #ids == 0 then
+  local nids = #ids
+  if nids == 0 then
     break
   end
-  local fields = {}
-  for i, id in ipairs(ids) do
+  local fields = {} -- <id>, <id>:rc of each candidate
+  for i = 1, nids do
+    local id = ids[i]
     fields[2 * i - 1], fields[2 * i] = id, id .. ':rc'
   end
   local vals = hmget_all(KEYS[2], fields)
   -- A first-receive time matters only for a message received before (a first receive sets it to now).
   local again = {}
-  for i = 1, #ids do
+  for i = 1, nids do
     if vals[2 * i] then
       again[#again + 1] = ids[i] .. ':fr'
     end
@@ -88,8 +93,8 @@ while taken < count and moved < 1000 do
   local frs = #again > 0 and hmget_all(KEYS[2], again) or {}
   local gone, gone_fields, dead_members, dead_bodies = {}, {}, {}, {}
   local k = 0
-  for i, id in ipairs(ids) do
-    local body, rc = vals[2 * i - 1], vals[2 * i]
+  for i = 1, nids do
+    local id, body, rc, rc_field = ids[i], vals[2 * i - 1], vals[2 * i], fields[2 * i]
     local fr = nil
     if rc then
       k = k + 1
@@ -98,16 +103,27 @@ while taken < count and moved < 1000 do
     if not body or (maxrecv and tonumber(rc or '0') >= maxrecv) then
       gone[#gone + 1] = id
       gone_fields[#gone_fields + 1], gone_fields[#gone_fields + 2], gone_fields[#gone_fields + 3] =
-        id, id .. ':rc', id .. ':fr'
+        id, rc_field, id .. ':fr'
       if body then
         dead_members[#dead_members + 1], dead_members[#dead_members + 2] = now, id
         dead_bodies[#dead_bodies + 1], dead_bodies[#dead_bodies + 2] = id, body
       end
       moved = moved + 1
     else
-      local n = rc and tonumber(rc) + 1 or 1
-      local o = #out
+      local n, o = rc and tonumber(rc) + 1 or 1, #out
       out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, body, n, (n == 1 or not fr) and now or fr
+      if pop then
+        local r = #removes
+        removes[r + 1], removes[r + 2], removes[r + 3] = id, rc_field, id .. ':fr'
+        members[taken + 1] = id
+      else
+        local w = #writes
+        writes[w + 1], writes[w + 2] = rc_field, RC[n] or tostring(n)
+        if n == 1 then
+          writes[w + 3], writes[w + 4] = id .. ':fr', now
+        end
+        members[2 * taken + 1], members[2 * taken + 2] = deadline, id
+      end
       taken = taken + 1
     end
   end
@@ -126,26 +142,11 @@ if taken == 0 then
   return { 'ok', now_ms, nxt[2] and tonumber(nxt[2]) or -1, out }
 end
 redis.call('HINCRBY', KEYS[2], 'totalrecv', taken)
-local ids, fields, members = {}, {}, {}
 if pop then
-  for i = 1, #out, 4 do
-    local id = out[i]
-    ids[#ids + 1] = id
-    fields[#fields + 1], fields[#fields + 2], fields[#fields + 3] = id, id .. ':rc', id .. ':fr'
-  end
-  call_in_slices('ZREM', KEYS[1], ids, 1, #ids)
-  call_in_slices('HDEL', KEYS[2], fields, 1, #fields)
+  call_in_slices('ZREM', KEYS[1], members, 1, #members)
+  call_in_slices('HDEL', KEYS[2], removes, 1, #removes)
 else
-  local deadline = string.format('%.0f', now_ms + vt_ms)
-  for i = 1, #out, 4 do
-    local id, n = out[i], out[i + 2]
-    members[#members + 1], members[#members + 2] = deadline, id
-    fields[#fields + 1], fields[#fields + 2] = id .. ':rc', RC[n] or tostring(n)
-    if n == 1 then
-      fields[#fields + 1], fields[#fields + 2] = id .. ':fr', now
-    end
-  end
   call_in_slices('ZADD', KEYS[1], members, 1, #members)
-  call_in_slices('HSET', KEYS[2], fields, 1, #fields)
+  call_in_slices('HSET', KEYS[2], writes, 1, #writes)
 end
 return { 'ok', now_ms, -1, out }
