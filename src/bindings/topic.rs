@@ -132,7 +132,7 @@ impl TopicCore {
             self.pool_after(|| Ok((convert::fields(fields, max)?, flag_arg(front, "front")?)))?;
         Ok(op(
             async move {
-                let ids = rfq::publish_batch(&pool, &keys, vec![msg], front).await?;
+                let ids = rfq::publish(&pool, &keys, vec![msg], front).await?;
                 ids.into_iter()
                     .next()
                     .ok_or_else(|| Error::protocol("publish returned no id"))
@@ -145,10 +145,7 @@ impl TopicCore {
         let max = self.core.opts.max_message_bytes;
         let (pool, (msgs, front), keys) =
             self.pool_after(|| Ok((convert::rfq::messages(messages, max)?, flag_arg(front, "front")?)))?;
-        Ok(op(
-            async move { rfq::publish_batch(&pool, &keys, msgs, front).await },
-            to_py,
-        ))
+        Ok(op(async move { rfq::publish(&pool, &keys, msgs, front).await }, to_py))
     }
 
     /// Publishes `messages` chunk by chunk (see [`stream`]); the result is how many were published.

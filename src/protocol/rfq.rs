@@ -72,7 +72,17 @@ pub struct Stats {
 
 // ---- operations -------------------------------------------------------------------------------------
 
-/// Publishes validated messages; returns their new ids in input order.
+/// Publishes validated messages (a publish or publish_batch call): one message with [`publish_one`], more
+/// in watched transactions ([`publish_batch`]); returns their new ids in input order.
+pub async fn publish(pool: &Pool, topic: &TopicKeys, mut messages: Vec<Fields>, front: bool) -> Result<Vec<String>> {
+    if messages.len() == 1 {
+        let id = publish_one(pool, topic, messages.pop().expect("one message"), front).await?;
+        return Ok(vec![id]);
+    }
+    publish_batch(pool, topic, messages, front).await
+}
+
+/// Publishes validated messages in chunks, each a watched transaction; returns their new ids in input order.
 pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>, front: bool) -> Result<Vec<String>> {
     if messages.is_empty() {
         return Ok(Vec::new());
@@ -103,6 +113,38 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
         write_chunk(pool, write).await?;
     }
     Ok(ids)
+}
+
+/// Publishes one message with one script call, publish-2n, and then deletes its record: two round trips
+/// where the watched transaction takes three. The record (named after the message's id, which only this
+/// call knows) makes a repeat after a dropped connection write nothing. Once the first attempt's reply
+/// is read, no attempt of this call can reach Redis later, so the record goes at once; after a repeat,
+/// the dropped attempt could still arrive (it would find the record and write nothing), so the record is
+/// left to expire (STREAM_PUBLISH_TOKEN_MS).
+async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool) -> Result<String> {
+    let id = ids::new_ids(1).pop().expect("one id");
+    let record = topic.published(&id);
+    let mut cmd = scripts::evalsha(Id::Publish, 3);
+    cmd.arg(&topic.backlog).arg(&record).arg(topic.message(&id));
+    cmd.arg(if front { "1" } else { "0" }).arg(STREAM_PUBLISH_TOKEN_MS);
+    cmd.arg(&id).arg(fields.len());
+    for (k, v) in &fields {
+        cmd.arg(k).arg(v);
+    }
+    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    let (cmd, attempts, record) = (&cmd, &attempts, &record);
+    pool.exclusive(true, |mut conn| async move {
+        let attempt = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        pool.eval(&mut conn, Id::Publish, cmd).await?;
+        if attempt == 0 {
+            // Best effort: the message is written whatever happens to this DEL (should it fail, the record
+            // expires), so its failure must not make the call fail or repeat.
+            let _ = pool.query(&mut conn, redis::cmd("DEL").arg(record)).await;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(id)
 }
 
 /// Rounds of one chunk's watched transaction: each lost round means another call wrote the chunk's record

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from _checks import assert_rfq_id, bodies, message_keys
-from _redis import commandstats
+from _redis import HANDSHAKE, commandstats
 from ferroq.exceptions import BatchError, InvalidArgument, InvalidMessage
 
 
@@ -52,6 +52,18 @@ def test_publish_batch_accepts_any_iterable(client):
 def test_publish_batch_empty_is_a_no_op(client, r):
     assert client.topic('jobs').publish_batch([]) == []
     assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize('call', ['publish', 'publish_batch'])
+def test_one_message_is_one_script_call_and_its_record_goes(client, r, call):
+    t = client.topic('jobs')
+    t.publish({'n': 'warm-up'})  # connects and loads the scripts
+    r.config_resetstat()
+    msg_id = t.publish({'n': 'a'}) if call == 'publish' else t.publish_batch([{'n': 'a'}])[0]
+    stats = {k: v for k, v in commandstats(r).items() if k not in HANDSHAKE}
+    # publish-2n (its GET, EXISTS, HSET, SET and LPUSH inside), then DEL of its record: no transaction.
+    assert stats == {'evalsha': 1, 'get': 1, 'exists': 1, 'hset': 1, 'set': 1, 'lpush': 1, 'del': 1}, stats
+    assert set(r.keys('*')) == {'rfq:jobs:backlog'} | message_keys('jobs', [r.lindex('rfq:jobs:backlog', -1), msg_id])
 
 
 def test_publish_front_is_consumed_next(client):

@@ -9,7 +9,8 @@ pattern)`` makes the next client->server chunk that contains ``pattern`` fail, o
 - ``reset``: the chunk is forwarded and both sides are reset at once (the outcome is unknown).
 
 ``arm(hold, pattern)`` with a kind of ``HOLDS`` keeps the chunk, and what the client sends after it up to the
-end of its transaction (``EXEC``), from the server until :meth:`FaultProxy.release`:
+end of its transaction (``EXEC``; with ``end=b''`` the chunk alone, for a single command), from the server
+until :meth:`FaultProxy.release`:
 
 - ``hold``: the client waits; on release the bytes go on and the replies come back as usual (a slow network);
 - ``hold-reset``: the client's side is reset at once (it sees a dropped connection and retries on a new
@@ -87,6 +88,7 @@ class FaultProxy:
         self.held = threading.Event()  # set once a hold has the whole transaction
         self._release: asyncio.Event | None = None
         self._hold_kind = ''
+        self._hold_end = _EXEC
         self._late: list[bytes] = []
         self._lock = threading.Lock()
         self._pairs: set[_Pair] = set()
@@ -102,12 +104,13 @@ class FaultProxy:
     def url(self) -> str:
         return f'redis://127.0.0.1:{self.port}/0'
 
-    def arm(self, kind: str, pattern: bytes, times: int = 1) -> None:
+    def arm(self, kind: str, pattern: bytes, times: int = 1, end: bytes = _EXEC) -> None:
         assert kind in KINDS + HOLDS, kind
         if kind in HOLDS:
             assert times == 1 and self._release is None, 'one hold at a time'
             self._release = self._run(self._event())  # type: ignore[assignment]
             self._hold_kind = kind
+            self._hold_end = end
             self.held.clear()
         with self._lock:
             self._armed += [(kind, pattern)] * times
@@ -139,7 +142,7 @@ class FaultProxy:
     async def _hold(self, pair: _Pair, data: bytes, creader: asyncio.StreamReader, reset: bool) -> None:
         """Keep ``data`` and what follows up to EXEC from the server until release (see the module's doc)."""
         held = bytearray(data)
-        while not held.endswith(_EXEC):
+        while not held.endswith(self._hold_end):
             more = await asyncio.wait_for(creader.read(1 << 16), TIMEOUT)
             if not more:
                 return

@@ -1,9 +1,12 @@
-"""A publish chunk is a watched transaction (docs/protocol.md, "publish and publish_batch"): these scenarios
-attack the one thing it must guarantee, that a chunk is written at most once per record.
+"""A publish chunk is a watched transaction, and a publish of one message one script call (docs/protocol.md,
+"publish and publish_batch"): these scenarios attack the one thing they must guarantee, that a chunk is written
+at most once per record.
 
 - A late transaction: the first attempt's MULTI ... EXEC reaches Redis only after the client gave up on that
   connection and a retry on a new one wrote the chunk; its EXEC must be aborted (the retry's SET touched the
   record it watches).
+- A late single publish: the first attempt's script call arrives after the retry wrote the message and it was
+  consumed; the record the retry left makes it write nothing.
 - A publisher whose transaction is held while another one writes the same dedup key: its EXEC is aborted, the
   next round reads the record and writes nothing.
 - Publishers of one dedup key racing from threads, with no help: every chunk is written exactly once.
@@ -22,11 +25,14 @@ import redis
 from _fault_proxy import TIMEOUT
 
 from _adapters import KINDS, new_client
+from ferroq import protocol
 from ferroq.exceptions import FerroqError, OutOfMemory
 from ferroq.protocol import keys
 
 #: The MULTI that opens a chunk's transaction, as both clients send it.
 MULTI = b'*1\r\n$5\r\nMULTI\r\n'
+#: A call of the publish script (one message's publish), as both clients send it: EVALSHA with its hash.
+PUBLISH_SCRIPT = protocol.script_hashes()['rfq/publish-2n'].encode()
 #: EXEC's reply when a watched key changed: a nil array (RESP2, the pure clients) or a null (RESP3, native).
 ABORTED = (b'*-1\r\n', b'_\r\n')
 ROWS = 300
@@ -86,6 +92,30 @@ def test_a_late_transaction_after_a_retry_is_aborted(impl, call, server, r, prox
         assert r.keys(f'rfq:{topic}:published:*') == []  # a plain publish deletes its record once written
     else:
         assert r.get(keys.rfq_published(topic, keys.dedup_token('late-job', 0))) == str(ROWS)
+
+
+@pytest.mark.parametrize('impl', KINDS)
+def test_a_late_single_publish_after_a_retry_writes_nothing(impl, server, r, proxy, loop_thread):
+    """One message is one publish-2n call: the first attempt reaches Redis only after the retry wrote the
+    message and a consumer claimed and committed it. The record the retry left finds it handled."""
+    topic = 'late1'
+    client = new_client(impl, loop_thread, proxy.url, command_timeout=5.0)
+    try:
+        t = client.topic(topic)
+        _warm(t)
+        proxy.arm('hold-reset', PUBLISH_SCRIPT, end=b'')  # the call alone: no transaction
+        msg_id = t.publish({'k': 'once'})
+        assert proxy.held.is_set(), 'the first attempt was never held'
+        [msg] = t.claim()
+        assert (msg.id, msg.fields) == (msg_id, {'k': 'once'})
+        assert t.commit([msg]) == [msg_id]
+        late = proxy.release()
+    finally:
+        client.close()
+    assert late == b':0\r\n'  # the late call wrote nothing
+    assert r.llen(f'rfq:{topic}:backlog') == 0 and not r.exists(f'rfq:{topic}:message:{msg_id}')
+    # After a repeat the record is left to expire: the first attempt could still have arrived later.
+    assert 0 < r.pttl(keys.rfq_published(topic, msg_id)) <= keys.STREAM_PUBLISH_TOKEN_MS
 
 
 @pytest.mark.parametrize('impl', KINDS)

@@ -164,7 +164,7 @@ def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[s
         if not items:
             return published
         try:
-            yield from _publish(ctx, topic, check_chunk(items, ctx.max_message_bytes, published), False)
+            yield from _write_chunks(ctx, topic, check_chunk(items, ctx.max_message_bytes, published), False)
         except FerroqError as exc:
             exc.published = published
             raise
@@ -174,6 +174,13 @@ def publish_stream(ctx: Settings, topic: TopicKeys, messages: Iterable[Mapping[s
 
 
 def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: bool) -> Plan[list[str]]:
+    """A publish or publish_batch call: one message with :func:`_publish_one`, more with :func:`_write_chunks`."""
+    if len(items) == 1:
+        return [(yield from _publish_one(ctx, topic, items[0], front))]
+    return (yield from _write_chunks(ctx, topic, items, front))
+
+
+def _write_chunks(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: bool) -> Plan[list[str]]:
     ids = [new_id() for _ in items]
     chunks = [
         (ids[i : i + ctx.chunk_size], items[i : i + ctx.chunk_size]) for i in range(0, len(items), ctx.chunk_size)
@@ -186,6 +193,28 @@ def _publish(ctx: Settings, topic: TopicKeys, items: list[list[str]], front: boo
         hsets = [(topic.prefix + msg_id, flat[1:]) for msg_id, flat in zip(chunk_ids, flats)]
         yield from write_chunk(ctx, topic, record, keys.STREAM_PUBLISH_TOKEN_MS, front, chunk_ids, hsets, forget=True)
     return ids
+
+
+def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) -> Plan[str]:
+    """One message: one publish-2n call, then ``DEL`` of its record; the twin of the Rust ``rfq::publish_one``.
+
+    The record (named after the message's id, which only this call knows) makes a repeat after a dropped
+    connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
+    record goes at once; after a repeat, the dropped attempt could still arrive (it would find the record and
+    write nothing), so the record is left to expire.
+    """
+    msg_id = new_id()
+    record = keys.rfq_published(topic.name, msg_id)
+    args = ['1' if front else '0', str(keys.STREAM_PUBLISH_TOKEN_MS), msg_id, *flat]  # flat: nfields, f1, v1, ...
+    call = evalsha('rfq/publish-2n', [topic.backlog, record, topic.prefix + msg_id], args)
+    repeated: list[bool] = []
+    yield from send(ctx, [call], retry_drop=True, repeated=repeated)
+    if not repeated:
+        try:  # best effort: the message is written whatever happens to this DEL (else the record expires)
+            yield from send(ctx, [('DEL', record)])
+        except FerroqError:
+            pass
+    return msg_id
 
 
 #: Rounds of one chunk's watched transaction: each lost round means another call wrote the chunk's record between

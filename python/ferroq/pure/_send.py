@@ -34,12 +34,18 @@ def evalsha(script: str, script_keys: Sequence[str], args: Sequence[str]) -> tup
 
 
 def send(
-    ctx: Settings, commands: list[tuple[str, ...]], *, retry_drop: bool = False, raw: bool = False
+    ctx: Settings,
+    commands: list[tuple[str, ...]],
+    *,
+    retry_drop: bool = False,
+    raw: bool = False,
+    repeated: list[bool] | None = None,
 ) -> Plan[list[Any]]:
     """Run commands in one round trip (one Call, or a Pipe); returns their results in order.
 
     ``retry_drop``: the commands are safe to repeat, so run them again once after a dropped connection.
-    ``raw``: replies keep their strings as bytes (values that may not be UTF-8).
+    ``raw``: replies keep their strings as bytes (values that may not be UTF-8). ``repeated``: a True is
+    appended to it when the commands were sent once more after a drop (the first attempt may still arrive).
     """
     commands = list(commands)  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
@@ -56,6 +62,8 @@ def send(
                 continue
             if retry_drop and not dropped and is_drop(reply):
                 dropped = True
+                if repeated is not None:
+                    repeated.append(True)
                 continue
             raise map_error(reply, ctx)
         replies = [reply] if len(batch) == 1 else reply
@@ -75,20 +83,26 @@ def send(
                 results[i] = item
         if missing:
             loads += 1
-            if loads > 2:
-                # The cache keeps being flushed (SCRIPT FLUSH in a loop?): send the source with EVAL, which
-                # cannot meet NOSCRIPT, instead of loading once more.
-                for i in again:
-                    if commands[i][0] == 'EVALSHA':
-                        commands[i] = ('EVAL', protocol.script_source(_SCRIPT_BY_SHA[commands[i][1]]), *commands[i][2:])
-            else:
-                yield from send(
-                    ctx, [('SCRIPT', 'LOAD', protocol.script_source(_SCRIPT_BY_SHA[sha])) for sha in missing]
-                )
+            yield from _scripts_again(ctx, commands, again, missing, loads)
         if loading:
             loading_deadline = yield from wait_loading(ctx, loading_deadline)
         pending = again
     return results
+
+
+def _scripts_again(
+    ctx: Settings, commands: list[tuple[str, ...]], again: list[int], missing: set[str], loads: int
+) -> Plan[None]:
+    """After NOSCRIPT (the ``loads``-th time in one send): load the ``missing`` scripts; from the third time,
+    make the refused calls (indexes ``again``) EVAL with the source instead."""
+    if loads > 2:
+        # The cache keeps being flushed (SCRIPT FLUSH in a loop?): send the source with EVAL, which cannot
+        # meet NOSCRIPT, instead of loading once more.
+        for i in again:
+            if commands[i][0] == 'EVALSHA':
+                commands[i] = ('EVAL', protocol.script_source(_SCRIPT_BY_SHA[commands[i][1]]), *commands[i][2:])
+    else:
+        yield from send(ctx, [('SCRIPT', 'LOAD', protocol.script_source(_SCRIPT_BY_SHA[sha])) for sha in missing])
 
 
 def is_drop(exc: BaseException) -> bool:

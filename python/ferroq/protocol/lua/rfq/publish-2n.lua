@@ -1,8 +1,9 @@
 --[[ rfq publish: write one chunk of messages atomically, insert-if-absent, at most once per chunk token.
 
-Sent only by publish_arrow with an id_column: ids chosen by the caller may name messages that already exist,
-and skipping those takes an EXISTS per message decided inside Redis. Every other publish chunk is a watched
-transaction without Lua (docs/protocol.md, "publish and publish_batch").
+Sent by publish_arrow with an id_column (ids chosen by the caller may name messages that already exist, and
+skipping those takes an EXISTS per message decided inside Redis), and for a publish call of one message (one
+round trip, where the watched transaction takes two, before the DEL of the record). Every other publish chunk
+is a watched transaction without Lua (docs/protocol.md, "publish and publish_batch").
 
 Input:
   KEYS[1]        rfq:<topic>:backlog
