@@ -5,25 +5,24 @@
 ...         handle(batch)
 ...         topic.commit(batch)
 
-Each batch is one ``Topic.claim(count, block, lease, owner)``. When a batch is handed out, the claims of
-the next two are already sent, one after the other: the server claims them (and the client reads their
-bodies) while the caller handles and commits the current one, so neither side waits for the other. The
-iteration ends at the first claim that finds nothing (after waiting up to ``block`` seconds, if given); no
-claim is sent after it. A sync client runs the claims ahead in a thread of the iterator's own (the native
-client releases the GIL during its I/O); an asyncio client runs them as tasks. Several threads (or tasks)
-may share one iterator: each batch goes to one of them, and one claim at a time is in flight.
+Each batch is one ``Topic.claim(count, block, lease, owner)``. When a batch is handed out, the claim of
+the next one is already sent: the server claims it (and the client reads its bodies) while the caller
+handles and commits the current one, so neither side waits for the other. The iteration ends at the first
+claim that finds nothing (after waiting up to ``block`` seconds, if given). A sync client runs the claim
+ahead in a thread of the iterator's own (the native client releases the GIL during its I/O); an asyncio
+client runs it as a task. Several threads (or tasks) may share one iterator: each batch goes to one of
+them, and one claim at a time is in flight.
 
-The batches claimed ahead are leased from the moment they are claimed: their leases run while the current
-batch is handled, so choose ``lease`` to cover three batches' handling. ``close()`` (or leaving the
-``with`` block) gives them back to the front of the backlog, in claim order, once their claims have
-returned (with ``block``, after up to ``block`` seconds each). An iterator dropped without closing leaves
-them claimed until their leases end, when a harvest requeues them, as for any claim whose holder went away.
+The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
+is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
+block) gives that batch back to the front of the backlog, once its claim has returned (with ``block``,
+after up to ``block`` seconds). An iterator dropped without closing leaves it claimed until its lease
+ends, when a harvest requeues it, as for any claim whose holder went away.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import threading
@@ -41,13 +40,11 @@ __all__ = ['AsyncBatches', 'Batches']
 
 #: Messages per batch when ``count`` is not given.
 DEFAULT_COUNT = 100
-#: Claims in flight or done ahead of the batch being handled.
-AHEAD = 2
 
 
 class _Iteration:
-    """What both forms keep: the arguments of every claim (checked before anything is claimed), the claims ahead,
-    and a lock that gives one caller at a time the next batch to take and the claims to send after it."""
+    """What both forms keep: the arguments of every claim (checked before anything is claimed), the claim ahead,
+    and a lock that gives one caller at a time the claim ahead to take and the next one to send."""
 
     _ahead: Any
 
@@ -67,7 +64,7 @@ class _Iteration:
         self._topic = topic
         self._kwargs: dict[str, Any] = {'count': count, 'block': block, 'lease': lease, 'owner': owner}
         self._closed = False
-        self._ahead = collections.deque()  # the claims ahead, oldest first
+        self._ahead = None
 
     def _claim(self) -> Any:
         """One claim of the iteration: its batch (sync) or an awaitable of it (asyncio)."""
@@ -79,9 +76,9 @@ class _Iteration:
 
 
 class Batches(_Iteration):
-    """Batches of one topic's messages, claimed two ahead (see :mod:`ferroq.batches`); a context manager."""
+    """Batches of one topic's messages, claimed one ahead (see :mod:`ferroq.batches`); a context manager."""
 
-    _ahead: collections.deque[concurrent.futures.Future[list[Message]]]
+    _ahead: concurrent.futures.Future[list[Message]] | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -95,25 +92,16 @@ class Batches(_Iteration):
         with self._turn:
             if self._closed:
                 raise StopIteration
-            batch: list[Message] = self._ahead.popleft().result() if self._ahead else self._claim()
+            ahead, self._ahead = self._ahead, None
+            batch: list[Message] = ahead.result() if ahead is not None else self._claim()
             if not batch:
                 self._close()
                 raise StopIteration
-            # The thread runs the claims one after the other, in order: it claims the second batch ahead
-            # while the caller still handles this one.
-            while len(self._ahead) < AHEAD:
-                before = self._ahead[-1] if self._ahead else None
-                self._ahead.append(self._thread.submit(self._claim_after, before))
+            self._ahead = self._thread.submit(self._claim)
             return batch
 
-    def _claim_after(self, before: concurrent.futures.Future[list[Message]] | None) -> list[Message]:
-        """The claim after ``before`` (done: the thread ran it first); none once that found nothing or failed."""
-        if before is not None and (before.exception() is not None or not before.result()):
-            return []
-        return self._claim()  # type: ignore[no-any-return]
-
     def close(self) -> None:
-        """Stop claiming and give the batches claimed ahead (if any) back to the front of the backlog."""
+        """Stop claiming and give the batch claimed ahead (if any) back to the front of the backlog."""
         with self._turn:
             self._close()
 
@@ -121,14 +109,14 @@ class Batches(_Iteration):
         if self._closed:
             return
         self._closed = True
+        ahead, self._ahead = self._ahead, None
         try:
-            held: list[Message] = []
-            while self._ahead:
+            if ahead is not None:
                 # A claim ahead that failed holds nothing this iterator could give back.
                 with contextlib.suppress(FerroqError):
-                    held += self._ahead.popleft().result()
-            if held:
-                self._topic.release(held)  # in claim order, at the front of the backlog
+                    batch = ahead.result()
+                    if batch:
+                        self._topic.release(batch)
         finally:
             self._thread.shutdown(wait=False)
 
@@ -142,9 +130,9 @@ class Batches(_Iteration):
 
 
 class AsyncBatches(_Iteration):
-    """The asyncio form of :class:`Batches`: ``async for`` and ``async with``; the claims ahead are tasks."""
+    """The asyncio form of :class:`Batches`: ``async for`` and ``async with``; the claim ahead is a task."""
 
-    _ahead: collections.deque[asyncio.Future[list[Message]]]
+    _ahead: asyncio.Future[list[Message]] | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -157,26 +145,16 @@ class AsyncBatches(_Iteration):
         async with self._turn:
             if self._closed:
                 raise StopAsyncIteration
-            batch: list[Message] = await (self._ahead.popleft() if self._ahead else self._claim())
+            ahead, self._ahead = self._ahead, None
+            batch: list[Message] = await (ahead if ahead is not None else self._claim())
             if not batch:
                 await self._close()
                 raise StopAsyncIteration
-            while len(self._ahead) < AHEAD:
-                after = self._ahead[-1] if self._ahead else None
-                self._ahead.append(asyncio.ensure_future(self._claim_after(after)))
+            self._ahead = asyncio.ensure_future(self._claim())
             return batch
 
-    async def _claim_after(self, before: asyncio.Future[list[Message]] | None) -> list[Message]:
-        """The claim after ``before``, sent once it returned (claims keep their order); none once that found
-        nothing or failed."""
-        if before is not None:
-            await asyncio.wait([before])
-            if before.cancelled() or before.exception() is not None or not before.result():
-                return []
-        return await self._claim()  # type: ignore[no-any-return]
-
     async def close(self) -> None:
-        """Stop claiming and give the batches claimed ahead (if any) back to the front of the backlog."""
+        """Stop claiming and give the batch claimed ahead (if any) back to the front of the backlog."""
         async with self._turn:
             await self._close()
 
@@ -184,12 +162,12 @@ class AsyncBatches(_Iteration):
         if self._closed:
             return
         self._closed = True
-        held: list[Message] = []
-        while self._ahead:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
             with contextlib.suppress(FerroqError):
-                held += await self._ahead.popleft()
-        if held:
-            await self._topic.release(held)
+                batch = await ahead
+                if batch:
+                    await self._topic.release(batch)
 
     async def __aenter__(self) -> Self:
         return self

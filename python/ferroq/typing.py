@@ -281,12 +281,12 @@ class TopicProtocol(Protocol):
     def batches(
         self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> Batches:
-        """A claim+commit loop's batches, the next two claimed while one is handled (see ferroq.batches).
+        """A claim+commit loop's batches, the next claimed while the current one is handled (see ferroq.batches).
 
         Each batch is ``claim(count, block, lease, owner)``; the iteration ends at the first claim that finds
-        nothing. The caller commits (or releases) each batch. The batches claimed ahead are leased from their
-        claims on; ``close()`` or leaving the ``with`` block gives them back to the front of the backlog.
-        Arguments are checked here, before anything is claimed.
+        nothing. The caller commits (or releases) each batch. The batch claimed ahead is leased from its claim
+        on; ``close()`` or leaving the ``with`` block gives it back to the front of the backlog. Arguments are
+        checked here, before anything is claimed.
         """
 
     def commit(self, messages: Iterable[Message | str]) -> list[str]:

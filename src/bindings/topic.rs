@@ -413,7 +413,7 @@ async fn stream(
 
 /// The methods of `Topic` / `AsyncTopic`: `$run` turns an operation into the Python result.
 /// `$batches` is the class of `ferroq.batches` that `batches()` returns, written once in Python for every
-/// client (the claims ahead run in a thread or as tasks, around this class's own `claim`).
+/// client (the claim ahead runs in a thread or a task, around this class's own `claim`).
 macro_rules! topic_methods {
     ($class:ident, $label:literal, $client_label:literal, $batches:literal, $run:path) => {
         py_methods! {
