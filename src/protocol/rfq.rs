@@ -518,41 +518,63 @@ async fn fenced(
     }
     let pipes = pipelines(cmds);
     let replies = eval_all(pool, idempotent, script, &pipes).await?;
-    // The replies hold ids only; map them back to (topic, id) through the call each came from. The keys
-    // borrow the items' strings: nothing is allocated per id.
-    let mut done: HashSet<(&str, &str)> = HashSet::with_capacity(items.len());
+    // Each chunk with the reply to its call, the chunks in input order.
     let mut reply_iter = replies.into_iter();
+    let mut answered: Vec<(&str, &[&Held], Vec<Value>)> = Vec::new();
     for name in &order {
         let (_, held) = &groups[name];
-        let mut chunk_replies: Vec<Value> = Vec::new();
-        for _ in held.chunks(pool.opts.chunk_size) {
-            chunk_replies.push(reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?);
+        let chunks: Vec<&[&Held]> = held.chunks(pool.opts.chunk_size).collect();
+        let mut chunk_replies = Vec::with_capacity(chunks.len());
+        for _ in &chunks {
+            chunk_replies.push(array(reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?)?);
         }
         if reverse_chunks {
             chunk_replies.reverse();
         }
-        for (chunk, reply) in held.chunks(pool.opts.chunk_size).zip(chunk_replies) {
-            let mut items = array(reply)?.into_iter();
-            if refusals {
-                let accepted = int(items.next().ok_or_else(|| Error::protocol("commit reply: no count"))?)?;
-                let refused: HashSet<String> = items.map(string).collect::<Result<_>>()?;
-                let mut taken = 0;
-                for h in chunk {
-                    if !refused.contains(&h.id) && done.insert((name, &h.id)) {
-                        taken += 1;
-                    }
+        answered.extend(chunks.into_iter().zip(chunk_replies).map(|(chunk, reply)| (*name, chunk, reply)));
+    }
+    // The usual case: every call took its whole chunk, and no id was given twice: the result is the input's
+    // ids. A commit counts an id given twice once, so one commit call that took all it was given had no
+    // id twice; otherwise the ids are checked.
+    let whole = |chunk: &[&Held], reply: &[Value]| {
+        if refusals {
+            reply.len() == 1 && matches!(reply[0], Value::Int(k) if usize::try_from(k) == Ok(chunk.len()))
+        } else {
+            reply.len() == chunk.len()
+        }
+    };
+    if answered.iter().all(|(_, chunk, reply)| whole(chunk, reply)) {
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        let distinct = (refusals && answered.len() == 1)
+            || items.iter().all(|item| seen.insert((item.topic.name.as_str(), item.id.as_str())));
+        if distinct {
+            return Ok(items.iter().map(|item| item.id.clone()).collect());
+        }
+    }
+    // Otherwise the replies name the ids; they are mapped back to (topic, id) through the call each came from.
+    // The keys borrow the items' strings: nothing is allocated per id.
+    let mut done: HashSet<(&str, &str)> = HashSet::with_capacity(items.len());
+    for (name, chunk, reply) in answered {
+        let mut values = reply.into_iter();
+        if refusals {
+            let accepted = int(values.next().ok_or_else(|| Error::protocol("commit reply: no count"))?)?;
+            let refused: HashSet<String> = values.map(string).collect::<Result<_>>()?;
+            let mut taken = 0;
+            for h in chunk {
+                if !refused.contains(&h.id) && done.insert((name, &h.id)) {
+                    taken += 1;
                 }
-                if taken != accepted {
-                    return Err(Error::protocol(format!(
-                        "commit reply: {accepted} committed, but {taken} ids are not refused"
-                    )));
-                }
-            } else {
-                let accepted: HashSet<String> = items.map(string).collect::<Result<_>>()?;
-                for h in chunk {
-                    if accepted.contains(&h.id) {
-                        done.insert((name, &h.id));
-                    }
+            }
+            if taken != accepted {
+                return Err(Error::protocol(format!(
+                    "commit reply: {accepted} committed, but {taken} ids are not refused"
+                )));
+            }
+        } else {
+            let accepted: HashSet<String> = values.map(string).collect::<Result<_>>()?;
+            for h in chunk {
+                if accepted.contains(&h.id) {
+                    done.insert((name, &h.id));
                 }
             }
         }

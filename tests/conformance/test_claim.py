@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -29,6 +30,26 @@ def test_claim_oldest_first(client):
         assert_recent(m.published)
     assert [m.id for m in t.claim(count=10)] == ids[3:]
     assert t.claim(count=10) == []
+
+
+def test_a_claim_leaves_the_garbage_collector_as_it_was(client):
+    # The native client pauses the collector while it makes a batch's Messages (without running __init__).
+    t = client.topic('jobs')
+    ids = t.publish_batch([{'n': str(i), 'k': 'v'} for i in range(50)])
+    got = t.claim(count=25)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        got += t.claim(count=25)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert [m.id for m in got] == ids
+    for i, m in enumerate(got):
+        assert m == Message(ids[i], 'jobs', {'n': str(i), 'k': 'v'}, 1, m.claim)
+        assert type(m) is Message and m.claim == got[0 if i < 25 else 25].claim
+        assert repr(m) == f"Message(id='{ids[i]}', topic='jobs', fields={{'n': '{i}', 'k': 'v'}}, deliveries=1)"
+    assert gc.get_referents(got[0]) != []  # tracked like any Message, so the collector still sees it
 
 
 def test_claim_default_count_is_one(client):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 import time
 
 import pytest
 
-from ferroq.types import RsmqMessage
+from ferroq.types import RsmqMessage, rsmq_sent
 
 RSMQ_ID = re.compile(r'[0-9a-z]{10}[A-Za-z0-9]{22}')
 
@@ -110,6 +111,21 @@ def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r):
     for m in got:
         assert r.hmget('rsmq:jobs:Q', f'{m.id}:rc', f'{m.id}:fr') == [str(m.rc), str(m.fr)]
     assert r.hget('rsmq:jobs:Q', 'totalrecv') == '7'
+
+
+def test_a_receive_leaves_the_garbage_collector_as_it_was(q):
+    sent = q.send_batch(['a', 'b', 'c'])
+    assert [m.message for m in q.receive_batch(1, vt=60)] == ['a']
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        got = q.receive_batch(10, vt=60)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert [(type(m), m.id, m.message, m.rc, m.sent) for m in got] == [
+        (RsmqMessage, i, body, 1, rsmq_sent(i)) for i, body in zip(sent[1:], 'bc')
+    ]
 
 
 def test_receive_uses_queue_vt(client, r):

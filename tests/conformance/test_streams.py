@@ -5,6 +5,7 @@ Entries written with explicit ids through redis-py (``1000-0``, ``2000-0``, ...)
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import socket
@@ -224,6 +225,21 @@ def test_create_at_a_position(fixed, start, expected):
     g = fixed.group('g', 'c')
     assert g.create(start) is True
     assert ids(g.read(10)) == expected
+
+
+def test_a_read_leaves_the_garbage_collector_as_it_was(fixed):
+    g = fixed.group('g', 'c')
+    g.create('0')
+    assert ids(g.read(2)) == ['1000-0', '2000-0']
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        got = g.read(10)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert got == [StreamEntry('2000-1', 'ev', {'id': '2000-1'}, 1), StreamEntry('3000-0', 'ev', {'id': '3000-0'}, 1)]
+    assert all(type(e) is StreamEntry for e in got)
 
 
 def test_create_default_start_is_new_entries_only(fixed):

@@ -281,13 +281,20 @@ pub fn held_messages(obj: &Bound<'_, PyAny>) -> Result<Vec<Held>> {
 /// `Message` objects for claimed messages; `names[i]` is the topic of index i.
 pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<Claimed>) -> PyResult<Py<PyAny>> {
     let cls = message_class(py)?;
+    let slots = [
+        pyo3::intern!(py, "id"),
+        pyo3::intern!(py, "topic"),
+        pyo3::intern!(py, "fields"),
+        pyo3::intern!(py, "deliveries"),
+        pyo3::intern!(py, "claim"),
+    ];
+    let mut batch = Batch::new(py)?;
     // One str object per topic, shared by its messages.
     let topics: Vec<Bound<'_, PyString>> = names.iter().map(|n| PyString::new(py, n)).collect();
-    let out = PyList::empty(py);
     // One str per claim token, shared by the claim's messages.
     let mut token: Option<(std::sync::Arc<str>, Bound<'_, PyString>)> = None;
+    let mut out = Vec::with_capacity(claimed.len());
     for c in claimed {
-        let fields = fields_dict(py, &c.fields)?;
         let claim = match &token {
             Some((t, s)) if std::sync::Arc::ptr_eq(t, &c.claim) => s.clone(),
             _ => {
@@ -296,9 +303,16 @@ pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<Claimed>) -> P
                 s
             }
         };
-        out.append(cls.call1((c.id, &topics[c.topic], fields, c.deliveries, claim))?)?;
+        let values = [
+            PyString::new(py, &c.id).into_any(),
+            topics[c.topic].clone().into_any(),
+            batch.fields(&c.fields)?.into_any(),
+            c.deliveries.into_pyobject(py)?.into_any(),
+            claim.into_any(),
+        ];
+        out.push(batch.object(cls, slots, values)?);
     }
-    Ok(out.into_any().unbind())
+    Ok(PyList::new(py, out)?.into_any().unbind())
 }
 
 fn datetime_ms(py: Python<'_>, ms: Option<f64>) -> PyResult<Py<PyAny>> {

@@ -69,11 +69,26 @@ static RSMQ_ATTRIBUTES: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// `RsmqMessage` objects.
 pub fn messages_py(py: Python<'_>, received: Vec<Received>) -> PyResult<Py<PyAny>> {
     let cls = RSMQ_MESSAGE.import(py, "ferroq.types", "RsmqMessage")?;
-    let out = PyList::empty(py);
+    let slots = [
+        pyo3::intern!(py, "id"),
+        pyo3::intern!(py, "message"),
+        pyo3::intern!(py, "rc"),
+        pyo3::intern!(py, "fr"),
+        pyo3::intern!(py, "sent"),
+    ];
+    let batch = Batch::new(py)?;
+    let mut out = Vec::with_capacity(received.len());
     for m in received {
-        out.append(cls.call1((m.id, m.message, m.rc, m.fr, m.sent))?)?;
+        let values = [
+            PyString::new(py, &m.id).into_any(),
+            PyString::new(py, &m.message).into_any(),
+            m.rc.into_pyobject(py)?.into_any(),
+            m.fr.into_pyobject(py)?.into_any(),
+            m.sent.into_pyobject(py)?.into_any(),
+        ];
+        out.push(batch.object(cls, slots, values)?);
     }
-    Ok(out.into_any().unbind())
+    Ok(PyList::new(py, out)?.into_any().unbind())
 }
 
 /// The first message as an `RsmqMessage`, or None.

@@ -156,12 +156,25 @@ pub fn stream_entry_ids(obj: &Bound<'_, PyAny>, stream: &str) -> Result<Vec<Stri
 /// `StreamEntry` objects of stream `stream`.
 pub fn stream_entries_py(py: Python<'_>, stream: &str, entries: Vec<Entry>) -> PyResult<Py<PyAny>> {
     let cls = stream_entry_class(py)?;
+    let slots = [
+        pyo3::intern!(py, "id"),
+        pyo3::intern!(py, "stream"),
+        pyo3::intern!(py, "fields"),
+        pyo3::intern!(py, "deliveries"),
+    ];
+    let mut batch = Batch::new(py)?;
     let name = PyString::new(py, stream);
-    let out = PyList::empty(py);
+    let mut out = Vec::with_capacity(entries.len());
     for e in entries {
-        out.append(cls.call1((e.id, &name, fields_dict(py, &e.fields)?, e.deliveries))?)?;
+        let values = [
+            PyString::new(py, &e.id).into_any(),
+            name.clone().into_any(),
+            batch.fields(&e.fields)?.into_any(),
+            e.deliveries.into_pyobject(py)?.into_any(),
+        ];
+        out.push(batch.object(cls, slots, values)?);
     }
-    Ok(out.into_any().unbind())
+    Ok(PyList::new(py, out)?.into_any().unbind())
 }
 
 pub fn pending_py(py: Python<'_>, rows: Vec<Pending>) -> PyResult<Py<PyAny>> {

@@ -49,7 +49,11 @@ pub fn block(value: Option<Option<f64>>, repr: &str) -> Result<Option<f64>> {
 
 /// Non-empty, at most 128 characters, no whitespace: the rule for message ids and worker names.
 fn is_word(s: &str) -> bool {
-    !s.is_empty() && s.chars().count() <= MAX_ID_LENGTH && !s.chars().any(char::is_whitespace)
+    if s.is_ascii() {
+        // The usual id, checked bytewise: ASCII's whitespace by `char::is_whitespace` is 0x09-0x0d and 0x20.
+        return !s.is_empty() && s.len() <= MAX_ID_LENGTH && !s.bytes().any(|b| matches!(b, 0x09..=0x0d | b' '));
+    }
+    s.chars().count() <= MAX_ID_LENGTH && !s.chars().any(char::is_whitespace)
 }
 
 /// The dead-letter topic or stream (`what`) of `of`: `to`, or `<of>.dead`; a valid name, never `of` itself.
@@ -135,5 +139,22 @@ mod tests {
         assert_eq!(e.message, "1 of 3 messages are invalid; nothing was written");
         assert_eq!(field_count(1001, 1000).unwrap_err().kind, ErrorKind::InvalidMessage);
         assert!(field_count(1000, 1000).is_ok());
+    }
+
+    #[test]
+    fn words_agree_with_char_is_whitespace() {
+        // The ASCII path must refuse exactly what the char path refuses.
+        for b in 0u8..=0x7f {
+            let c = char::from(b);
+            assert_eq!(is_word(&format!("a{c}b")), !c.is_whitespace(), "byte {b:#04x}");
+        }
+        for s in ["é", "a\u{a0}b", "a\u{2003}b", "\u{85}"] {
+            assert_eq!(is_word(s), !s.chars().any(char::is_whitespace), "{s:?}");
+        }
+        assert!(!is_word(""));
+        assert!(is_word(&"x".repeat(MAX_ID_LENGTH)));
+        assert!(!is_word(&"x".repeat(MAX_ID_LENGTH + 1)));
+        assert!(is_word(&"é".repeat(MAX_ID_LENGTH)));
+        assert!(!is_word(&"é".repeat(MAX_ID_LENGTH + 1)));
     }
 }
