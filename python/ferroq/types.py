@@ -54,6 +54,8 @@ class Message:
             batch claim layout).
     """
 
+    # The native client makes these in bulk by setting each slot, without running __init__ (Batch in
+    # src/bindings/convert): __init__ must stay plain assignments of its arguments.
     __slots__ = ('claim', 'deliveries', 'fields', 'id', 'topic')
 
     def __init__(self, id: str, topic: str, fields: dict[str, str], deliveries: int, claim: str | None = None) -> None:
@@ -165,6 +167,8 @@ class RsmqMessage:
         sent: when it was sent, epoch ms (from the id).
     """
 
+    # The native client makes these in bulk by setting each slot, without running __init__ (Batch in
+    # src/bindings/convert): __init__ must stay plain assignments of its arguments.
     __slots__ = ('fr', 'id', 'message', 'rc', 'sent')
 
     def __init__(self, id: str, message: str, rc: int, fr: int, sent: float) -> None:
@@ -237,6 +241,8 @@ class StreamEntry:
             read); 0 for entries read outside a group (:meth:`Stream.range`).
     """
 
+    # The native client makes these in bulk by setting each slot, without running __init__ (Batch in
+    # src/bindings/convert): __init__ must stay plain assignments of its arguments.
     __slots__ = ('deliveries', 'fields', 'id', 'stream')
 
     def __init__(self, id: str, stream: str, fields: dict[str, str], deliveries: int) -> None:
