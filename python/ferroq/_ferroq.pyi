@@ -32,6 +32,7 @@ __all__ = [
     'AsyncRsmqQueue',
     'AsyncStream',
     'AsyncTopic',
+    'ClaimAhead',
     'Client',
     'ConsumerGroup',
     'RsmqQueue',
@@ -327,6 +328,25 @@ class Topic:
         """Backlog and nextlog lengths, leases, expired leases and the oldest message's age."""
     def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
         """Delete every message of the backlog (or nextlog); returns how many."""
+
+@final
+class ClaimAhead:
+    """The claims of :class:`ferroq.Batches` over a native :class:`Topic`, one ahead, each a task of the native
+    runtime that is sent before the batch before it becomes Python objects (used by ferroq.batches)."""
+
+    def __init__(
+        self,
+        topic: Topic,
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
+    ) -> None: ...
+    def next(self) -> list[Message]:
+        """The claim in flight's messages (sent now on the first call), after sending the next claim when it found
+        messages; an empty list ends the iteration."""
+    def close(self) -> list[Message]:
+        """Stop claiming: the claim in flight's messages, to give back (none if it failed)."""
 
 @final
 class AsyncClient:

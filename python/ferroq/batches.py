@@ -8,10 +8,11 @@
 Each batch is one ``Topic.claim(count, block, lease, owner)``. When a batch is handed out, the claim of
 the next one is already sent: the server claims it (and the client reads its bodies) while the caller
 handles and commits the current one, so neither side waits for the other. The iteration ends at the first
-claim that finds nothing (after waiting up to ``block`` seconds, if given). A sync client runs the claim
-ahead in a thread of the iterator's own (the native client releases the GIL during its I/O); an asyncio
-client runs it as a task. Several threads (or tasks) may share one iterator: each batch goes to one of
-them, and one claim at a time is in flight.
+claim that finds nothing (after waiting up to ``block`` seconds, if given). The native sync client runs
+each claim on a thread of its own in Rust, which needs no GIL: the claim is sent the moment a batch is
+handed out, before that batch's messages are made into Python objects. The pure sync client runs the claim
+ahead in a thread of the iterator's own; an asyncio client runs it as a task. Several threads (or tasks)
+may share one iterator: each batch goes to one of them, and one claim at a time is in flight.
 
 The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
 is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
@@ -75,6 +76,15 @@ class _Iteration:
         return f'{type(self).__name__}({self._topic!r}, {args})'
 
 
+def _claim_ahead(topic: Any, kwargs: dict[str, Any]) -> Any:
+    """The native claims ahead of a native sync topic, else None."""
+    try:
+        from ferroq._ferroq import ClaimAhead, Topic
+    except ImportError:  # a pure-Python install
+        return None
+    return ClaimAhead(topic, **kwargs) if isinstance(topic, Topic) else None
+
+
 class Batches(_Iteration):
     """Batches of one topic's messages, claimed one ahead (see :mod:`ferroq.batches`); a context manager."""
 
@@ -83,7 +93,11 @@ class Batches(_Iteration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._turn = threading.Lock()
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='ferroq-batches')
+        # The native client's claims are tasks of its runtime (ClaimAhead); the pure client's run in a thread.
+        self._native = _claim_ahead(self._topic, self._kwargs)
+        self._thread = (
+            None if self._native else concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='ferroq-batches')
+        )
 
     def __iter__(self) -> Self:
         return self
@@ -92,12 +106,17 @@ class Batches(_Iteration):
         with self._turn:
             if self._closed:
                 raise StopIteration
-            ahead, self._ahead = self._ahead, None
-            batch: list[Message] = ahead.result() if ahead is not None else self._claim()
+            batch: list[Message]
+            if self._native is not None:
+                batch = self._native.next()
+            else:
+                ahead, self._ahead = self._ahead, None
+                batch = ahead.result() if ahead is not None else self._claim()
             if not batch:
                 self._close()
                 raise StopIteration
-            self._ahead = self._thread.submit(self._claim)
+            if self._thread is not None:
+                self._ahead = self._thread.submit(self._claim)
             return batch
 
     def close(self) -> None:
@@ -109,6 +128,11 @@ class Batches(_Iteration):
         if self._closed:
             return
         self._closed = True
+        if self._native is not None:
+            batch = self._native.close()  # the claim in flight's messages; none if it failed
+            if batch:
+                self._topic.release(batch)
+            return
         ahead, self._ahead = self._ahead, None
         try:
             if ahead is not None:
@@ -118,7 +142,8 @@ class Batches(_Iteration):
                     if batch:
                         self._topic.release(batch)
         finally:
-            self._thread.shutdown(wait=False)
+            if self._thread is not None:
+                self._thread.shutdown(wait=False)
 
     def __enter__(self) -> Self:
         return self

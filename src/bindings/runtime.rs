@@ -106,6 +106,60 @@ fn sync_runtime() -> &'static Runtime {
     SYNC_RUNTIME.get(|| Builder::new_current_thread().enable_all().build())
 }
 
+/// Turns of the sync runtime that [`start`] gives a new task. Each turn runs every task that is ready: a
+/// claim gives the connections' tasks their turn first (`pool::settle`, two turns), sends its request on an
+/// open connection, and the connection's task writes it (four turns in all; the rest are margin). A task
+/// that must connect first sends at the next call that drives the runtime.
+const START_TURNS: usize = 16;
+
+/// Starts `fut` as a task of the sync runtime and returns at once (the GIL released for a few turns of
+/// the runtime, in which the task sends its first request). The task goes on whenever a thread drives the
+/// runtime (any sync call, or a [`wait`] for its handle), so its server work overlaps what the caller does
+/// meanwhile. `Batches` of the native sync client claims ahead with it.
+pub fn start<T, F>(py: Python<'_>, fut: F) -> tokio::task::JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = sync_runtime();
+    let handle = rt.spawn(fut);
+    // A runtime thread (Python code it runs) cannot drive the sync runtime: the task starts at the next wait.
+    if tokio::runtime::Handle::try_current().is_err() {
+        py.detach(|| {
+            rt.block_on(async {
+                for _ in 0..START_TURNS {
+                    tokio::task::yield_now().await;
+                }
+            });
+        });
+    }
+    handle
+}
+
+/// Waits for a task of [`start`], driving the sync runtime with the GIL released and waking every 50 ms
+/// to check for signals. A signal handler's error (KeyboardInterrupt) leaves the task running, to wait for
+/// again.
+pub fn wait_task<T: Send + 'static>(py: Python<'_>, task: &mut tokio::task::JoinHandle<T>) -> PyResult<T> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "ferroq: a runtime thread cannot wait for a sync call (use the asyncio client there)",
+        ));
+    }
+    let rt = sync_runtime();
+    loop {
+        let slice = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, &mut *task).await }));
+        match slice {
+            Ok(Ok(result)) => return Ok(result),
+            Ok(Err(ended)) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "ferroq: the call ended without a result: {ended}"
+                )));
+            }
+            Err(_elapsed) => py.check_signals()?,
+        }
+    }
+}
+
 /// Runs `fut` on the sync runtime in the calling thread, with the GIL released, waking every 50 ms to
 /// check for signals; on KeyboardInterrupt (or any signal handler error) the future is dropped (which
 /// cancels it) and the error raised. No Python code runs in this thread meanwhile (warnings wait for

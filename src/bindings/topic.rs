@@ -532,4 +532,97 @@ pub struct AsyncTopic {
 }
 
 topic_methods!(Topic, "Topic", "Client", "Batches", sync_call);
+
+/// A claim of a sync [`Topic`] started ahead: a task of the sync runtime.
+type ClaimTask = tokio::task::JoinHandle<Result<Vec<rfq::Claimed>>>;
+
+/// The claims of `ferroq.Batches` over a native sync `Topic`, one ahead. The next claim is sent before the
+/// current one's messages become Python objects, as a task of the sync runtime ([`runtime::start`]): the
+/// server claims it while the caller converts, handles and commits the current batch, and the task reads
+/// the bodies whenever the caller's next call (the commit) drives the runtime. No thread is woken for it and
+/// no GIL waited for.
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct ClaimAhead {
+    pool: Arc<Pool>,
+    keys: Arc<TopicKeys>,
+    args: ClaimArgs,
+    ahead: std::sync::Mutex<Option<ClaimTask>>,
+    /// The process that made it: its task and connections do not exist in a forked child.
+    pid: u32,
+}
+
+impl ClaimAhead {
+    fn send(&self, py: Python<'_>) -> ClaimTask {
+        let (pool, keys) = (self.pool.clone(), self.keys.clone());
+        let (count, block, lease_ms, owner) = self.args.clone();
+        runtime::start(py, async move {
+            rfq::claim(&pool, &[keys], count, block, lease_ms, &owner).await
+        })
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<ClaimTask>> {
+        self.ahead.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The claim in flight's messages, waiting for it (sending one first if none is); a signal leaves it
+    /// in flight, for the next call.
+    fn take(&self, py: Python<'_>, send: bool) -> PyResult<Option<Result<Vec<rfq::Claimed>>>> {
+        if std::process::id() != self.pid {
+            return Err(
+                Error::invalid("a batches iterator cannot be used in a forked child: make a new one there").into(),
+            );
+        }
+        let mut task = match self.slot().take() {
+            Some(task) => task,
+            None if send => self.send(py),
+            None => return Ok(None),
+        };
+        runtime::wait_task(py, &mut task)
+            .map(Some)
+            .inspect_err(|_| *self.slot() = Some(task))
+    }
+}
+
+#[pymethods]
+impl ClaimAhead {
+    #[new]
+    #[pyo3(signature = (topic, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None))]
+    #[pyo3(text_signature = "(topic, count=1, block=None, lease=30.0, owner=None)")]
+    fn new(
+        topic: &Bound<'_, Topic>,
+        count: Arg<'_>,
+        block: Option<&Bound<'_, PyAny>>,
+        lease: Arg<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (pool, args, keys) = topic
+            .get()
+            .inner
+            .pool_after(|| claim_args(&count, block, &lease, owner))?;
+        Ok(Self {
+            pool,
+            keys,
+            args,
+            ahead: std::sync::Mutex::new(None),
+            pid: std::process::id(),
+        })
+    }
+
+    /// The next batch: the claim in flight's messages (sending it first, on the first call), after sending
+    /// the claim after it when it found messages.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
+        let claimed = self.take(py, true)?.unwrap_or_else(|| Ok(Vec::new()))?;
+        if !claimed.is_empty() {
+            *self.slot() = Some(self.send(py));
+        }
+        convert::rfq::messages_py(py, std::slice::from_ref(&self.keys.name), claimed)
+    }
+
+    /// Stops claiming: the messages of the claim in flight (waiting for it), for the caller to give back;
+    /// none when there is none, or it failed (a failed claim holds nothing).
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
+        let claimed = self.take(py, false)?.and_then(|r| r.ok()).unwrap_or_default();
+        convert::rfq::messages_py(py, std::slice::from_ref(&self.keys.name), claimed)
+    }
+}
 topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);

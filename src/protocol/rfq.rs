@@ -526,12 +526,19 @@ async fn fenced(
         let chunks: Vec<&[&Held]> = held.chunks(pool.opts.chunk_size).collect();
         let mut chunk_replies = Vec::with_capacity(chunks.len());
         for _ in &chunks {
-            chunk_replies.push(array(reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?)?);
+            chunk_replies.push(array(
+                reply_iter.next().ok_or_else(|| Error::protocol("missing reply"))?,
+            )?);
         }
         if reverse_chunks {
             chunk_replies.reverse();
         }
-        answered.extend(chunks.into_iter().zip(chunk_replies).map(|(chunk, reply)| (*name, chunk, reply)));
+        answered.extend(
+            chunks
+                .into_iter()
+                .zip(chunk_replies)
+                .map(|(chunk, reply)| (*name, chunk, reply)),
+        );
     }
     // The usual case: every call took its whole chunk, and no id was given twice: the result is the input's
     // ids. A commit counts an id given twice once, so one commit call that took all it was given had no
@@ -546,7 +553,9 @@ async fn fenced(
     if answered.iter().all(|(_, chunk, reply)| whole(chunk, reply)) {
         let mut seen: HashSet<(&str, &str)> = HashSet::new();
         let distinct = (refusals && answered.len() == 1)
-            || items.iter().all(|item| seen.insert((item.topic.name.as_str(), item.id.as_str())));
+            || items
+                .iter()
+                .all(|item| seen.insert((item.topic.name.as_str(), item.id.as_str())));
         if distinct {
             return Ok(items.iter().map(|item| item.id.clone()).collect());
         }

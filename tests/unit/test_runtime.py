@@ -9,7 +9,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -33,33 +34,66 @@ def _wait_child(pid: int, timeout: float = 15.0) -> int:
     pytest.fail(f'the forked child did not finish within {timeout} s')
 
 
+def _run_in_forked_child(body: Callable[[], bool], tmp_path: Path) -> None:
+    """Runs ``body`` in a forked child; fails with the child's traceback unless it returns True."""
+    errors = tmp_path / 'child-error.txt'
+    pid = os.fork()
+    if pid == 0:  # the child: only os._exit, never return into pytest
+        code = 1
+        try:
+            code = 0 if body() else 1
+        except BaseException:  # noqa: BLE001 - report anything to the parent
+            errors.write_text(traceback.format_exc())
+        finally:
+            os._exit(code)
+    status = _wait_child(pid)
+    assert status == 0, errors.read_text() if errors.exists() else f'exit status {status}'
+
+
 @pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
 def test_client_works_in_forked_child(kind, redis_url, r, tmp_path):
     c = SYNC_CLIENTS[kind](redis_url)
     try:
         t = c.topic('fork')
         t.publish({'from': 'parent'})  # connections and the runtime are up before the fork
-        errors = tmp_path / 'child-error.txt'
-        pid = os.fork()
-        if pid == 0:  # the child: only os._exit, never return into pytest
-            code = 1
-            try:
-                t.publish({'from': 'child'})
-                [msg] = t.claim()
-                assert msg.fields == {'from': 'parent'}
-                assert t.commit([msg]) == [msg.id]
-                code = 0 if c.ping() else 1
-            except BaseException:  # noqa: BLE001 - report anything to the parent
-                errors.write_text(traceback.format_exc())
-            finally:
-                os._exit(code)
-        status = _wait_child(pid)
-        assert status == 0, errors.read_text() if errors.exists() else f'exit status {status}'
+
+        def child() -> bool:
+            t.publish({'from': 'child'})
+            [msg] = t.claim()
+            assert msg.fields == {'from': 'parent'}
+            assert t.commit([msg]) == [msg.id]
+            return c.ping()
+
+        _run_in_forked_child(child, tmp_path)
         # The parent's client still works after the child used (and dropped) its inherited state.
         [msg] = t.claim()
         assert msg.fields == {'from': 'child'}
         assert t.commit([msg]) == [msg.id]
         assert r.dbsize() == 0
+    finally:
+        c.close()
+
+
+def test_native_batches_refuse_a_forked_child_and_still_serve_the_parent(redis_url, r, tmp_path):
+    """The claim ahead is a task of the parent's runtime: a child gets a clear error, the parent its batches."""
+    c = ferroq.Client(redis_url)
+    try:
+        t = c.topic('fork')
+        ids = t.publish_batch([{'n': str(i)} for i in range(6)])
+        batches = t.batches(2, lease=30)
+        first = next(batches)  # the claim of the second batch is in flight
+
+        def child() -> bool:
+            with pytest.raises(ferroq.InvalidArgument, match='forked child'):
+                next(batches)
+            return True
+
+        _run_in_forked_child(child, tmp_path)
+        assert [m.id for m in first] == ids[:2] and t.commit(first) == ids[:2]
+        second = next(batches)
+        assert [m.id for m in second] == ids[2:4] and t.commit(second) == ids[2:4]
+        batches.close()  # gives the third batch, claimed ahead, back
+        assert r.lrange('rfq:fork:backlog', 0, -1) == ids[4:][::-1]
     finally:
         c.close()
 
@@ -136,10 +170,12 @@ print('committed', t.commit([m]) == [m.id], flush=True)
 """
 
 
-@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
-def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
-    """SIGINT during ``claim(block=60)`` raises KeyboardInterrupt at once, and the client still works."""
-    child = subprocess.Popen([sys.executable, '-c', _CTRL_C_CHILD, redis_url, kind], stdout=subprocess.PIPE, text=True)
+def _interrupt_blocked_child(script: str, *args: str, r) -> tuple[list[str], int]:
+    """Runs ``script`` in a child; once it prints 'blocking' and waits in a BLMOVE, sends it SIGINT.
+
+    Returns the lines it printed after 'blocking' and its exit status.
+    """
+    child = subprocess.Popen([sys.executable, '-c', script, *args], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == 'blocking'
@@ -153,8 +189,44 @@ def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
         if child.poll() is None:
             child.kill()
             child.wait()
-    assert out.split('\n')[:3] == ['interrupted', 'blocked 0', 'committed True'], out
-    assert child.returncode == 0
+    return out.split('\n'), child.returncode
+
+
+@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
+def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
+    """SIGINT during ``claim(block=60)`` raises KeyboardInterrupt at once, and the client still works."""
+    lines, status = _interrupt_blocked_child(_CTRL_C_CHILD, redis_url, kind, r=r)
+    assert lines[:3] == ['interrupted', 'blocked 0', 'committed True'], lines
+    assert status == 0
+
+
+_CTRL_C_BATCHES_CHILD = """
+import os, sys
+import ferroq
+c = ferroq.Client(sys.argv[1])
+t = c.topic('ctrl-c')
+t.claim()  # connected, so only the blocking wait is interrupted
+batches = t.batches(10, block=60, lease=30)
+print('blocking', flush=True)
+try:
+    next(batches)
+except KeyboardInterrupt:
+    print('interrupted', flush=True)
+t.publish({'n': '1'})  # the interrupted claim is still waiting: this message is its batch
+[m] = next(batches)
+print('got', m.fields['n'], flush=True)
+print('committed', t.commit([m]) == [m.id], flush=True)
+# Not batches.close(): it would wait for the next claim, blocked for up to 60 s, to give its batch back.
+os._exit(0)
+"""
+
+
+def test_ctrl_c_leaves_the_native_claim_ahead_in_flight(redis_url, r):
+    """SIGINT while ``next(batches)`` waits raises KeyboardInterrupt; the claim stays the iterator's next batch."""
+    lines, status = _interrupt_blocked_child(_CTRL_C_BATCHES_CHILD, redis_url, r=r)
+    assert lines[:3] == ['interrupted', 'got 1', 'committed True'], lines
+    assert status == 0
+    assert r.dbsize() == 0
 
 
 def test_native_sync_calls_from_many_threads_share_the_runtime(redis_url, r):

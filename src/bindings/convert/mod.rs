@@ -293,7 +293,11 @@ impl<'py> Batch<'py> {
         } else {
             None
         };
-        Ok(Self { py, names: Vec::new(), resume_gc })
+        Ok(Self {
+            py,
+            names: Vec::new(),
+            resume_gc,
+        })
     }
 
     fn name(&mut self, k: &str) -> Bound<'py, PyString> {
@@ -324,9 +328,8 @@ impl<'py> Batch<'py> {
     ) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: PyType_GenericAlloc returns a new reference to a zeroed instance of `cls`, or NULL with an
         // exception set; it is what object.__new__ does for such a class once its arguments are checked.
-        let obj = unsafe {
-            Bound::from_owned_ptr_or_err(self.py, pyo3::ffi::PyType_GenericAlloc(cls.as_type_ptr(), 0))?
-        };
+        let obj =
+            unsafe { Bound::from_owned_ptr_or_err(self.py, pyo3::ffi::PyType_GenericAlloc(cls.as_type_ptr(), 0))? };
         for (slot, value) in slots.into_iter().zip(values) {
             obj.setattr(slot, value)?;
         }
