@@ -533,6 +533,8 @@ pub struct AsyncTopic {
 
 topic_methods!(Topic, "Topic", "Client", "Batches", sync_call);
 
+topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);
+
 /// A claim of a sync [`Topic`] started ahead: a task of the sync runtime.
 type ClaimTask = tokio::task::JoinHandle<Result<Vec<rfq::Claimed>>>;
 
@@ -543,8 +545,8 @@ type ClaimTask = tokio::task::JoinHandle<Result<Vec<rfq::Claimed>>>;
 /// no GIL waited for.
 #[pyclass(module = "ferroq._ferroq", frozen)]
 pub struct ClaimAhead {
-    pool: Arc<Pool>,
-    keys: Arc<TopicKeys>,
+    /// Its client's pool is taken for each claim: a closed client claims nothing more.
+    topic: TopicCore,
     args: ClaimArgs,
     ahead: std::sync::Mutex<Option<ClaimTask>>,
     /// The process that made it: its task and connections do not exist in a forked child.
@@ -552,12 +554,12 @@ pub struct ClaimAhead {
 }
 
 impl ClaimAhead {
-    fn send(&self, py: Python<'_>) -> ClaimTask {
-        let (pool, keys) = (self.pool.clone(), self.keys.clone());
+    fn send(&self, py: Python<'_>) -> Result<ClaimTask> {
+        let (pool, keys) = (self.topic.core.pool()?, self.topic.keys.clone());
         let (count, block, lease_ms, owner) = self.args.clone();
-        runtime::start(py, async move {
+        Ok(runtime::start(py, async move {
             rfq::claim(&pool, &[keys], count, block, lease_ms, &owner).await
-        })
+        }))
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<ClaimTask>> {
@@ -574,7 +576,7 @@ impl ClaimAhead {
         }
         let mut task = match self.slot().take() {
             Some(task) => task,
-            None if send => self.send(py),
+            None if send => self.send(py)?,
             None => return Ok(None),
         };
         runtime::wait_task(py, &mut task)
@@ -595,13 +597,10 @@ impl ClaimAhead {
         lease: Arg<'_>,
         owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let (pool, args, keys) = topic
-            .get()
-            .inner
-            .pool_after(|| claim_args(&count, block, &lease, owner))?;
+        let topic = topic.get().inner.clone();
+        let (_, args, _) = topic.pool_after(|| claim_args(&count, block, &lease, owner))?;
         Ok(Self {
-            pool,
-            keys,
+            topic,
             args,
             ahead: std::sync::Mutex::new(None),
             pid: std::process::id(),
@@ -613,16 +612,16 @@ impl ClaimAhead {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
         let claimed = self.take(py, true)?.unwrap_or_else(|| Ok(Vec::new()))?;
         if !claimed.is_empty() {
-            *self.slot() = Some(self.send(py));
+            // A closed client sends no claim: the next call raises what claim() raises then.
+            *self.slot() = self.send(py).ok();
         }
-        convert::rfq::messages_py(py, std::slice::from_ref(&self.keys.name), claimed)
+        convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
 
     /// Stops claiming: the messages of the claim in flight (waiting for it), for the caller to give back;
     /// none when there is none, or it failed (a failed claim holds nothing).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
         let claimed = self.take(py, false)?.and_then(|r| r.ok()).unwrap_or_default();
-        convert::rfq::messages_py(py, std::slice::from_ref(&self.keys.name), claimed)
+        convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
 }
-topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);
