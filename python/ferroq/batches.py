@@ -8,11 +8,12 @@
 Each batch is one ``Topic.claim(count, block, lease, owner)``. When a batch is handed out, the claim of
 the next one is already sent: the server claims it (and the client reads its bodies) while the caller
 handles and commits the current one, so neither side waits for the other. The iteration ends at the first
-claim that finds nothing (after waiting up to ``block`` seconds, if given). The native sync client runs
-each claim on a thread of its own in Rust, which needs no GIL: the claim is sent the moment a batch is
-handed out, before that batch's messages are made into Python objects. The pure sync client runs the claim
-ahead in a thread of the iterator's own; an asyncio client runs it as a task. Several threads (or tasks)
-may share one iterator: each batch goes to one of them, and one claim at a time is in flight.
+claim that finds nothing (after waiting up to ``block`` seconds, if given). The native sync client sends
+each claim as a task of its own runtime the moment a batch is handed out, before that batch's messages are
+made into Python objects; the caller's next call (its commit) drives the task, which reads the bodies. No
+thread is woken and no GIL waited for. The pure sync client runs the claim ahead in a thread of the
+iterator's own; an asyncio client runs it as a task. Several threads (or tasks) may share one iterator:
+each batch goes to one of them, and one claim at a time is in flight.
 
 The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
 is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
