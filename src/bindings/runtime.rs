@@ -145,16 +145,23 @@ pub fn wait_task<T: Send + 'static>(py: Python<'_>, task: &mut tokio::task::Join
             "ferroq: a runtime thread cannot wait for a sync call (use the asyncio client there)",
         ));
     }
+    drive(py, task)?.map_err(|ended| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!("ferroq: the call ended without a result: {ended}"))
+    })
+}
+
+/// Drives `fut` on the sync runtime in the calling thread, the GIL released, in slices of 50 ms with a
+/// check for signals between them; a signal handler's error is returned with `fut` left where it was.
+fn drive<F>(py: Python<'_>, fut: &mut F) -> PyResult<F::Output>
+where
+    F: Future + Unpin + Send,
+    F::Output: Send,
+{
     let rt = sync_runtime();
     loop {
-        let slice = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, &mut *task).await }));
-        match slice {
-            Ok(Ok(result)) => return Ok(result),
-            Ok(Err(ended)) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "ferroq: the call ended without a result: {ended}"
-                )));
-            }
+        // The timer is made inside `block_on`: it needs the runtime's context.
+        match py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, &mut *fut).await })) {
+            Ok(result) => return Ok(result),
             Err(_elapsed) => py.check_signals()?,
         }
     }
@@ -173,23 +180,15 @@ where
         // Python code run by a runtime thread calls in: this thread cannot drive the sync runtime.
         return wait_on_new_thread(py, fut);
     }
-    let rt = sync_runtime();
     let interrupted = {
         // Pinned here, so a slice that times out leaves the call where it is for the next slice.
         let mut call = std::pin::pin!(fut);
-        loop {
-            // The timer is made inside `block_on`: it needs the runtime's context.
-            let slice = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, &mut call).await }));
-            match slice {
-                Ok(result) => return Ok(result),
-                Err(_elapsed) => {
-                    if let Err(err) = py.check_signals() {
-                        break err;
-                    }
-                }
-            }
+        match drive(py, &mut call) {
+            Ok(result) => return Ok(result),
+            Err(err) => err,
         }
     };
+    let rt = sync_runtime();
     // Dropping the call aborted the connection tasks only it used (a blocking claim's connection). One
     // turn of the runtime ends them now, closing their sockets, instead of at the next call: the server
     // must not keep a BLMOVE for a caller that is gone.
