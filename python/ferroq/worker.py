@@ -9,7 +9,7 @@ What a worker does:
 
 - claims in batches of up to half the ``prefetch`` (``prefetch`` messages held at most, not counting
   finished ones being committed), topics in priority order (the first first); the next claim is in flight
-  while handlers run;
+  while handlers run (two, while messages held plus those being claimed stay within half the prefetch);
 - runs the handler once per message, ``concurrency`` at a time, in lanes that each run message after
   message: on threads for a plain function, as asyncio tasks for an ``async def`` handler;
 - renews the leases of everything it holds every third of ``lease``, so a slow handler keeps its message;
@@ -223,8 +223,11 @@ class _Engine:
         self._first_done = 0.0  # when _done got its first entry
         self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
         self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
-        self._claiming: asyncio.Task[int] | None = None  # the claim in flight
-        self._claim_idle = False  # whether it was made with nothing held (a blocking claim)
+        # The claims in flight: each with the count it asks for and whether it blocks (waits for messages).
+        self._claims: list[tuple[asyncio.Task[int], int, bool]] = []
+        # Whether the topics may be drained: at start, and when the last claim to end got fewer messages
+        # than it asked for. A burst worker then looks (topic stats) before it waits in a blocking claim.
+        self._maybe_drained = True
         self._failure: BaseException | None = None  # a lane ended with an error of the worker itself
         assert self._loop is not None and self._wake is not None
         # Wakes the loop: a plain handler's lane runs on another thread.
@@ -558,7 +561,9 @@ class _Engine:
         finally:
             self._stopping = True  # also when run() fails or is cancelled: lanes take no further message
             self._done_event.set()
-            background += [t for t in (self._flushing, self._claiming) if t is not None]
+            background += [task for task, _, _ in self._claims]
+            if self._flushing is not None:
+                background.append(self._flushing)
             await asyncio.gather(*background, return_exceptions=True)
             self._remove_signals()
             for pool in (self._io, self._threads):
@@ -576,27 +581,39 @@ class _Engine:
                 raise self._failure
             if self._flushing is not None and self._flushing.done():
                 await self._flushed()  # raises what recording the outcomes raised
-            claimed_nothing = False
-            if self._claiming is not None and self._claiming.done():
-                claiming, self._claiming = self._claiming, None
-                claimed_nothing = not claiming.result()
-                if claimed_nothing and self._claim_idle and self.burst and await self._drained():
+            ended = [c for c in self._claims if c[0].done()]
+            claimed_nothing = short = False
+            for claim in ended:
+                self._claims.remove(claim)
+                got = claim[0].result()
+                claimed_nothing |= not got
+                short |= got < claim[1]
+            if ended:
+                self._maybe_drained = short
+            # Burst: with nothing held or being claimed, look whether anything is left at all (backlog,
+            # delayed retries, others' claims) rather than wait out a poll in a blocking claim.
+            looked = False
+            if self.burst and self._maybe_drained and not self._claims and not self._held_count():
+                if await self._drained():
                     return
+                looked = True
             finished = self._take_done() if self._flush_due() else []
-            # The claim runs while handlers run and outcomes are recorded, so the server always has work;
-            # it is sent before the commit, so its messages arrive while the server commits. After an
-            # empty claim, the next one waits for a wake or a poll (a blocking claim when idle). A claim
-            # takes at most half the prefetch: when handlers are fast, the other half is run meanwhile.
+            # Claims run while handlers run and outcomes are recorded, so the server always has work;
+            # a claim is sent before the commit, so its messages arrive while the server commits. Claims
+            # in flight and messages held stay within half the prefetch when a claim is sent, so while
+            # handlers run the other half, the next claims are already on their way: two when handlers
+            # are fast. After an empty claim, the next one waits for a wake or a poll. A claim made with
+            # nothing held or claimed blocks (waits up to a poll for messages; in burst mode only right
+            # after the topics were found not drained), and no claim is sent while one blocks.
             held = self._held_count()
-            if (
-                self._claiming is None
-                and held <= low_water
-                and not self._stopping
-                and (not claimed_nothing or not held)
-            ):
-                self._claim_idle = held == 0
-                block = self.poll if self._claim_idle else None
-                self._claiming = self._in_background(self._claim(min(self.prefetch - held, claim_size), block))
+            asked = sum(count for _, count, _ in self._claims)
+            idle = not held and not self._claims
+            blocked = any(blocks for _, _, blocks in self._claims)
+            if held + asked <= low_water and not blocked and not self._stopping and (not claimed_nothing or idle):
+                count = min(self.prefetch - held - asked, claim_size)
+                blocks = idle and (looked or not self.burst)
+                task = self._in_background(self._claim(count, self.poll if blocks else None))
+                self._claims.append((task, count, blocks))
             if finished:
                 self._flushing = self._in_background(self._flush(finished))
             # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
@@ -615,9 +632,9 @@ class _Engine:
     async def _shutdown(self) -> None:
         """Release what was not started, let running handlers finish, record every outcome."""
         assert self._wake is not None
-        if self._claiming is not None:  # what it claims is released below
-            await asyncio.shield(self._claiming)
-            self._claiming = None
+        if self._claims:  # what they claim is released below
+            await asyncio.shield(asyncio.gather(*(task for task, _, _ in self._claims)))
+            self._claims = []
         with self._lock:
             unstarted = list(self._ready)
             self._ready.clear()
@@ -660,7 +677,8 @@ _DOC_ARGS = """
         poll: seconds an idle worker waits in one claim before looking again (also bounds how late a
             due retry is picked up when nothing else arrives).
         harvest_interval: seconds between background harvests of the topics; None: no harvester.
-        burst: return once nothing is left: backlogs, nextlogs and delayed retries all empty.
+        burst: return once nothing is left: backlogs, nextlogs and delayed retries all empty (looked up
+            as soon as a claim comes back short, and at start).
         handle_signals: stop gracefully on SIGINT/SIGTERM when run in the main thread.
 
     Raises:

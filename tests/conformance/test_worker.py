@@ -203,6 +203,23 @@ def test_worker_processes_and_commits(client, r, impl, loop_thread):
     assert len(ids) == 40 and r.dbsize() == 0
 
 
+def test_a_burst_worker_returns_once_drained_without_waiting_out_a_poll(client, r, impl, loop_thread):
+    # The claim that takes the last messages (or the one after it) gets fewer than it asked for: the
+    # worker then finds nothing left and returns. A blocking claim would first wait the whole poll.
+    client.topic('jobs').publish_batch([{'n': str(i)} for i in range(25)])
+    started = time.monotonic()
+    stats = run_burst(impl, loop_thread, client, 'jobs', lambda m: None, prefetch=10, poll=600)
+    assert (stats.committed, stats.lost) == (25, 0) and r.dbsize() == 0
+    assert time.monotonic() - started < 30
+
+
+def test_a_burst_worker_on_empty_topics_returns_at_once(client, r, impl, loop_thread):
+    started = time.monotonic()
+    stats = run_burst(impl, loop_thread, client, ['jobs', 'other'], lambda m: None, poll=600)
+    assert stats == ferroq.WorkerStats()
+    assert time.monotonic() - started < 30
+
+
 def test_async_handler(client, r, impl, loop_thread):
     t = client.topic('jobs')
     t.publish_batch([{'n': str(i)} for i in range(10)])
