@@ -57,7 +57,11 @@ class Running:
 def run_burst(impl: str, loop: LoopThread, client: Any, topics: Any, handler: Any, **opts: Any) -> ferroq.WorkerStats:
     """Run a burst worker to the end (bounded by the result timeout)."""
     running = Running(impl, loop, client, topics, handler, burst=True, **opts)
-    return running.result.result(60)
+    try:
+        return running.result.result(60)
+    except TimeoutError:
+        running.worker.stop()  # a failing test leaves no worker running behind it
+        raise
 
 
 # --- protocol pieces the worker is built on ---------------------------------------------------------
