@@ -225,9 +225,10 @@ class _Engine:
         self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
         # The claims in flight: each with the count it asks for and whether it blocks (waits for messages).
         self._claims: list[tuple[asyncio.Task[int], int, bool]] = []
-        # Whether the topics may be drained: at start, and when the last claim to end got fewer messages
-        # than it asked for. A burst worker then looks (topic stats) before it waits in a blocking claim.
-        self._maybe_drained = True
+        # Whether the topics may be drained: the last claim to end got fewer messages than it asked for. A
+        # burst worker then looks (topic stats) before it waits in a blocking claim; its first claim does
+        # not block, so empty topics end a burst at once too.
+        self._maybe_drained = False
         self._failure: BaseException | None = None  # a lane ended with an error of the worker itself
         assert self._loop is not None and self._wake is not None
         # Wakes the loop: a plain handler's lane runs on another thread.
@@ -678,7 +679,7 @@ _DOC_ARGS = """
             due retry is picked up when nothing else arrives).
         harvest_interval: seconds between background harvests of the topics; None: no harvester.
         burst: return once nothing is left: backlogs, nextlogs and delayed retries all empty (looked up
-            as soon as a claim comes back short, and at start).
+            as soon as a claim comes back short).
         handle_signals: stop gracefully on SIGINT/SIGTERM when run in the main thread.
 
     Raises:
