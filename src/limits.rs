@@ -69,6 +69,9 @@ limits! {
     MAX_ERROR_CHARS: usize = 4096 => Int;
     /// Most handler threads or tasks one worker runs (`concurrency`).
     MAX_CONCURRENCY: i64 = 10_000 => Int;
+    /// Most keys (single publishes' records) a client keeps for its next request to delete; beyond this
+    /// many (callers on many threads at once) the newest are left to expire.
+    MAX_DELETE_LATER: usize = 1024 => Int;
 }
 
 /// The oldest supported server (`redis_version` of `INFO server`; Valkey reports 7.2.4): Redis 6.2 brought
@@ -86,6 +89,6 @@ mod tests {
         assert_eq!(get("MAX_SECONDS"), Some(Limit::Float(604_800.0)));
         assert_eq!(get("MIN_LEASE"), Some(Limit::Float(0.001)));
         assert_eq!(get("MAX_RSMQ_SECONDS"), Some(Limit::Int(9_999_999)));
-        assert_eq!(ALL.len(), 20);
+        assert_eq!(ALL.len(), 21);
     }
 }

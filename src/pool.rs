@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 
 use crate::config::Options;
 use crate::errors::{Error, ErrorKind, Result};
+use crate::limits::MAX_DELETE_LATER;
 use crate::scripts;
 use crate::server_version;
 
@@ -118,6 +119,8 @@ pub struct Pool {
     policy_checked: AtomicBool,
     /// Set once the server's version has been found supported (see [`Pool::check_version`]).
     version_checked: AtomicBool,
+    /// Keys a later request deletes on its way (see [`Pool::delete_later`]).
+    delete_later: Mutex<Vec<String>>,
 }
 
 impl Pool {
@@ -163,6 +166,7 @@ impl Pool {
             dedicated: Mutex::new(Vec::new()),
             policy_checked: AtomicBool::new(false),
             version_checked: AtomicBool::new(false),
+            delete_later: Mutex::new(Vec::new()),
         })
     }
 
@@ -511,6 +515,47 @@ impl Pool {
         result
     }
 
+    /// Leaves `key` (a key that expires by itself, such as a publish record) for the client's next request to
+    /// delete on its way, rather than spending a round trip of its own on its `DEL`.
+    pub fn delete_later(&self, key: String) {
+        let mut keys = self.delete_later.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() < MAX_DELETE_LATER {
+            keys.push(key);
+        }
+    }
+
+    /// Deletes the keys left by [`Pool::delete_later`] now, on a connection that is already open: a closing
+    /// client does (best effort, and never on a new connection: a key it misses expires).
+    pub async fn delete_now(&self) {
+        let keys = self.take_delete_later();
+        if keys.is_empty() {
+            return;
+        }
+        let open = self
+            .slots
+            .iter()
+            .find_map(|s| match s.conn.lock().unwrap().as_ref() {
+                Some((_, live)) if live.alive() => Some(live.conn.clone()),
+                _ => None,
+            })
+            .or_else(|| {
+                let idle = self.dedicated.lock().unwrap();
+                idle.iter().find(|live| live.alive()).map(|live| live.conn.clone())
+            });
+        if let Some(mut conn) = open {
+            let mut pipe = Pipeline::with_capacity(keys.len());
+            for key in &keys {
+                pipe.cmd("DEL").arg(key);
+            }
+            let _ = conn.send_packed_commands(&pipe, 0, pipe.len()).await;
+        }
+    }
+
+    /// The keys left by [`Pool::delete_later`], now the caller's to delete (best effort: they expire).
+    fn take_delete_later(&self) -> Vec<String> {
+        std::mem::take(&mut *self.delete_later.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
     /// the replies in order. Scripts missing from the server's cache are loaded and their calls resent;
     /// a cache flushed again between the load and the resend (SCRIPT FLUSH, a failover) gets another
@@ -561,12 +606,18 @@ impl Pool {
         replies.pop().ok_or_else(|| Error::protocol("Redis sent no reply"))
     }
 
-    /// Sends `pipe` in one round trip; every reply, error replies included, in order.
+    /// Sends `pipe` in one round trip; every reply, error replies included, in order. The keys left by
+    /// [`Pool::delete_later`] go first, in the same round trip (see [`Pool::with_deletes`]).
     pub async fn send_pipeline(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
-        let replies = conn
-            .send_packed_commands(pipe, 0, pipe.len())
-            .await
-            .map_err(|e| self.map_err(e))?;
+        let replies = match self.with_deletes(pipe.cmd_iter()) {
+            None => conn.send_packed_commands(pipe, 0, pipe.len()).await,
+            Some((with, keys)) => {
+                let sent = conn.send_packed_commands(&with, keys.len(), pipe.len()).await;
+                self.unless_sent(&sent, keys);
+                sent
+            }
+        }
+        .map_err(|e| self.map_err(e))?;
         if replies.len() != pipe.len() {
             return Err(Error::protocol(format!(
                 "Redis sent {} replies for {} commands",
@@ -582,12 +633,49 @@ impl Pool {
         first_error(self.send_pipeline(conn, pipe).await?)
     }
 
-    /// One plain command on a shared connection.
+    /// One plain command (with the keys left by [`Pool::delete_later`] ahead of it, as for a pipeline).
     pub async fn query(&self, conn: &mut MultiplexedConnection, cmd: &Cmd) -> Result<Value> {
-        let reply = conn.send_packed_command(cmd).await.map_err(|e| self.map_err(e))?;
+        let reply = match self.with_deletes(std::iter::once(cmd)) {
+            None => conn.send_packed_command(cmd).await,
+            Some((with, keys)) => {
+                let sent = conn.send_packed_commands(&with, keys.len(), 1).await;
+                self.unless_sent(&sent, keys);
+                sent.map(|mut replies| replies.pop().unwrap_or(Value::Nil))
+            }
+        }
+        .map_err(|e| self.map_err(e))?;
         match reply {
             Value::ServerError(e) => Err(Error::server(e.code(), e.details().unwrap_or(""))),
             v => Ok(v),
+        }
+    }
+
+    /// When keys wait in [`Pool::delete_later`]: a pipeline of one `DEL` per key (keys of different queues may
+    /// live on different cluster nodes) followed by `cmds`, and the keys. The DELs' replies are skipped (best
+    /// effort: a key they miss expires, so their failure must not fail the request); the caller's own
+    /// commands come after them in the same round trip, on the same connection, so the deletes cost no wait.
+    fn with_deletes<'a>(&self, cmds: impl Iterator<Item = &'a Cmd>) -> Option<(Pipeline, Vec<String>)> {
+        let keys = self.take_delete_later();
+        if keys.is_empty() {
+            return None;
+        }
+        let mut with = Pipeline::with_capacity(keys.len() + 1);
+        for key in &keys {
+            with.cmd("DEL").arg(key);
+        }
+        for cmd in cmds {
+            with.add_command(cmd.clone());
+        }
+        Some((with, keys))
+    }
+
+    /// After a request that carried `keys` (see [`Pool::with_deletes`]): when it failed (a dropped
+    /// connection, a timeout), they are left for the next request again.
+    fn unless_sent<T>(&self, sent: &redis::RedisResult<T>, keys: Vec<String>) {
+        if sent.is_err() {
+            for key in keys {
+                self.delete_later(key);
+            }
         }
     }
 }

@@ -66,3 +66,6 @@ MAX_ERROR_CHARS = int(LIMITS['MAX_ERROR_CHARS'])
 
 #: Most handler threads or tasks one worker may run.
 MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])
+
+#: Most keys (single publishes' records) a client keeps for its next request to delete.
+MAX_DELETE_LATER = int(LIMITS['MAX_DELETE_LATER'])

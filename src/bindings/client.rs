@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::bindings::asyncio::{ready, run_async};
-use crate::bindings::core::{sync_call, Arg, ClientArgs, Core};
+use crate::bindings::core::{self, op, sync_call, to_py, Arg, ClientArgs, Core};
 use crate::bindings::rsmq::{self, AsyncRsmqQueue, RsmqCore, RsmqQueue};
+use crate::bindings::runtime;
 use crate::bindings::stream::{self, AsyncStream, Stream, StreamCore};
 use crate::bindings::topic::{AsyncTopic, Topic, TopicCore};
 
@@ -146,8 +147,13 @@ pub struct AsyncClient {
 }
 
 client_methods!(Client, "Client", sync_call, Topic, RsmqQueue, Stream, {
-    fn close(&self) {
-        self.core.close();
+    fn close(&self, py: Python<'_>) {
+        if let Some(pool) = self.core.take_for_close() {
+            let _ = runtime::wait(py, async move {
+                core::close(pool).await;
+                Ok(())
+            });
+        }
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -155,8 +161,8 @@ client_methods!(Client, "Client", sync_call, Topic, RsmqQueue, Stream, {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) {
-        self.core.close();
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) {
+        self.close(py);
     }
 });
 
@@ -169,8 +175,16 @@ client_methods!(
     AsyncStream,
     {
         fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-            self.core.close();
-            ready(py, py.None().into_bound(py))
+            match self.core.take_for_close() {
+                Some(pool) => {
+                    let closing = async move {
+                        core::close(pool).await;
+                        Ok(())
+                    };
+                    run_async(py, Ok(op(closing, to_py)))
+                }
+                None => ready(py, py.None().into_bound(py)),
+            }
         }
 
         fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -180,8 +194,7 @@ client_methods!(
 
         #[pyo3(signature = (*_args))]
         fn __aexit__<'py>(&self, py: Python<'py>, _args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-            self.core.close();
-            ready(py, py.None().into_bound(py))
+            self.close(py)
         }
     }
 );

@@ -244,13 +244,18 @@ impl Core {
         Ok(pool)
     }
 
-    pub fn close(&self) {
+    /// Marks the client closed (no call starts from now on) and takes its pool, for [`close`] to close: None
+    /// if it was closed already, or its pool is a parent's (inherited through fork, never touched).
+    pub fn take_for_close(&self) -> Option<Arc<Pool>> {
         self.closed.store(true, Ordering::Release);
         let taken = self.pool.lock().unwrap_or_else(|e| e.into_inner()).take();
         match taken {
-            Some((owner, pool)) if owner == std::process::id() => pool.close(),
-            Some(inherited) => std::mem::forget(inherited),
-            None => {}
+            Some((owner, pool)) if owner == std::process::id() => Some(pool),
+            Some(inherited) => {
+                std::mem::forget(inherited);
+                None
+            }
+            None => None,
         }
     }
 
@@ -279,4 +284,11 @@ impl Drop for Core {
             }
         }
     }
+}
+
+/// Closes a pool taken by [`Core::take_for_close`]: first the keys it left to delete go (see
+/// [`Pool::delete_now`]), then its connections (calls in flight keep theirs until they finish).
+pub async fn close(pool: Arc<Pool>) {
+    pool.delete_now().await;
+    pool.close();
 }

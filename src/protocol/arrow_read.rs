@@ -118,24 +118,8 @@ fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>) -> Result<RecordBatch> {
 /// Sends `pipe` on a shared connection (repeated once after a drop: it only reads); the replies in order,
 /// the first error reply as the error.
 async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
-    let replies = pool
-        .run(true, |mut conn| async move {
-            conn.send_packed_commands(pipe, 0, pipe.len())
-                .await
-                .map_err(|e| pool.map_err(e))
-        })
-        .await?;
-    if replies.len() != pipe.len() {
-        return Err(Error::protocol(format!(
-            "Redis sent {} replies for {} commands",
-            replies.len(),
-            pipe.len()
-        )));
-    }
-    if let Some(Value::ServerError(e)) = replies.iter().find(|v| matches!(v, Value::ServerError(_))) {
-        return Err(Error::server(e.code(), e.details().unwrap_or("")));
-    }
-    Ok(replies)
+    pool.run(true, |mut conn| async move { pool.query_pipe(&mut conn, pipe).await })
+        .await
 }
 
 /// `Topic.fetch_arrow`: `_id`, `_deliveries`, then one binary column per name in `fields`, for the ids

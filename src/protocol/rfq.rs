@@ -115,12 +115,13 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
     Ok(ids)
 }
 
-/// Publishes one message with one script call, publish-2n, and then deletes its record: two round trips
-/// where the watched transaction takes three. The record (named after the message's id, which only this
-/// call knows) makes a repeat after a dropped connection write nothing. Once the first attempt's reply
-/// is read, no attempt of this call can reach Redis later, so the record goes at once; after a repeat,
-/// the dropped attempt could still arrive (it would find the record and write nothing), so the record is
-/// left to expire (STREAM_PUBLISH_TOKEN_MS).
+/// Publishes one message with one script call, publish-2n: one round trip, where the watched transaction
+/// takes three. The record (named after the message's id, which only this call knows) makes a repeat after
+/// a dropped connection write nothing. Once the first attempt's reply is read, no attempt of this call can
+/// reach Redis later, so the record may go: its `DEL` rides ahead of the client's next request
+/// ([`Pool::delete_later`]) instead of costing a round trip of its own. After a repeat, the dropped attempt
+/// could still arrive (it would find the record and write nothing), so the record is left to expire
+/// (STREAM_PUBLISH_TOKEN_MS), as is one that no later request takes along.
 async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool) -> Result<String> {
     let id = ids::new_ids(1).pop().expect("one id");
     let record = topic.published(&id);
@@ -132,18 +133,15 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
         cmd.arg(k).arg(v);
     }
     let attempts = std::sync::atomic::AtomicUsize::new(0);
-    let (cmd, attempts, record) = (&cmd, &attempts, &record);
+    let (cmd, attempts_ref) = (&cmd, &attempts);
     pool.exclusive(true, |mut conn| async move {
-        let attempt = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        pool.eval(&mut conn, Id::Publish, cmd).await?;
-        if attempt == 0 {
-            // Best effort: the message is written whatever happens to this DEL (should it fail, the record
-            // expires), so its failure must not make the call fail or repeat.
-            let _ = pool.query(&mut conn, redis::cmd("DEL").arg(record)).await;
-        }
-        Ok(())
+        attempts_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        pool.eval(&mut conn, Id::Publish, cmd).await
     })
     .await?;
+    if attempts.into_inner() == 1 {
+        pool.delete_later(record);
+    }
     Ok(id)
 }
 

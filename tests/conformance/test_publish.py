@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from _checks import assert_rfq_id, bodies, message_keys
+from _checks import assert_rfq_id, bodies, message_keys, run_in_threads
 from _redis import commandstats
 from ferroq.exceptions import BatchError, InvalidArgument, InvalidMessage
 
@@ -19,7 +19,8 @@ def test_publish_stores_rfq_layout(client, r):
     t = client.topic('jobs')
     msg_id = t.publish({'tile': 'T32UNE', 'band': 'B04'})
     assert_rfq_id(msg_id)
-    assert set(r.keys('*')) == {'rfq:jobs:backlog'} | message_keys('jobs', [msg_id])
+    # and the call's record, which the client's next single publish deletes (see below)
+    assert set(r.keys('*')) == {'rfq:jobs:backlog', f'rfq:jobs:published:{msg_id}'} | message_keys('jobs', [msg_id])
     assert r.type('rfq:jobs:backlog') == 'list'
     assert r.type(f'rfq:jobs:message:{msg_id}') == 'hash'
     assert r.lrange('rfq:jobs:backlog', 0, -1) == [msg_id]
@@ -55,13 +56,14 @@ def test_publish_batch_empty_is_a_no_op(client, r):
 
 
 @pytest.mark.parametrize('call', ['publish', 'publish_batch'])
-def test_one_message_is_one_script_call_and_its_record_goes(client, r, call):
+def test_one_message_is_one_script_call_and_the_next_one_deletes_its_record(client, r, call):
     t = client.topic('jobs')
-    t.publish({'n': 'warm-up'})  # connects and loads the scripts
+    warm = t.publish({'n': 'warm-up'})  # connects and loads the scripts
     r.config_resetstat()
     msg_id = t.publish({'n': 'a'}) if call == 'publish' else t.publish_batch([{'n': 'a'}])[0]
     stats = commandstats(r)
-    # publish-2n (its GET, EXISTS, HSET, SET and LPUSH inside), then DEL of its record: no transaction.
+    # publish-2n (its GET, EXISTS, HSET, SET and LPUSH inside), and the DEL of the warm-up's record, which
+    # waited for this call: no transaction, no DEL of this call's own record.
     sent = {k: stats.get(k, 0) for k in ('evalsha', 'get', 'exists', 'hset', 'set', 'lpush', 'del', 'watch', 'multi')}
     assert sent == {
         'evalsha': 1,
@@ -74,7 +76,33 @@ def test_one_message_is_one_script_call_and_its_record_goes(client, r, call):
         'watch': 0,
         'multi': 0,
     }
-    assert set(r.keys('*')) == {'rfq:jobs:backlog'} | message_keys('jobs', [r.lindex('rfq:jobs:backlog', -1), msg_id])
+    record = f'rfq:jobs:published:{msg_id}'
+    assert set(r.keys('*')) == {'rfq:jobs:backlog', record} | message_keys('jobs', [warm, msg_id])
+    assert 0 < r.pttl(record) <= 120_000  # it expires should no later publish come
+    # The next single publish, of any topic, deletes it.
+    other = client.topic('other').publish({'n': 'b'})
+    assert not r.exists(record)
+    assert r.exists(f'rfq:other:published:{other}')
+
+
+def test_close_deletes_the_record_of_a_last_single_publish(make_client, redis_url, r):
+    client = make_client(redis_url)
+    msg_id = client.topic('jobs').publish({'n': 'a'})
+    assert r.exists(f'rfq:jobs:published:{msg_id}')
+    client.close()
+    assert set(r.keys('*')) == {'rfq:jobs:backlog'} | message_keys('jobs', [msg_id])
+
+
+def test_records_of_single_publishes_from_many_threads_stay_few(client, r):
+    # Each call deletes the records the client's earlier calls left: however many publishes, at most one
+    # record waits per thread (its last call's, until another call takes it along).
+    t = client.topic('jobs')
+    threads, per_thread = 4, 50
+    ids: list[str] = []
+    errors = run_in_threads(lambda i: ids.extend(t.publish({'n': f'{i}.{k}'}) for k in range(per_thread)), threads)
+    assert errors == []
+    assert len(set(ids)) == threads * per_thread == r.llen('rfq:jobs:backlog')
+    assert 1 <= len(r.keys('rfq:jobs:published:*')) <= threads
 
 
 def test_publish_front_is_consumed_next(client):
@@ -108,7 +136,7 @@ def test_publish_batch_back_across_chunks(make_client, redis_url, r):
 def test_one_transaction_per_chunk(make_client, redis_url, r):
     client = make_client(redis_url, chunk_size=3)
     t = client.topic('jobs')
-    t.publish({'n': 'warm-up'})
+    t.publish_batch([{'n': 'warm-up'}] * 2)  # a chunk: it leaves no record for the next request to delete
     r.config_resetstat()
     t.publish_batch([{'n': str(i)} for i in range(10)])
     stats = commandstats(r)

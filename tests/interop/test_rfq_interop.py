@@ -51,6 +51,9 @@ def test_ferroq_publishes_rfq_consumes_and_commits(client, rfq, r):
     for task in tasks:  # rfq reads the publish time from ferroq's ids (naive UTC)
         published = datetime.fromisoformat(task['published']).replace(tzinfo=timezone.utc)
         assert abs(datetime.now(timezone.utc) - published) < timedelta(seconds=60)
+    # Only the single publish's record is left, for the client's next request to delete.
+    assert r.keys('*') == [f'rfq:jobs:published:{front}']
+    client.ping()
     assert r.dbsize() == 0
 
 

@@ -63,7 +63,9 @@ class Watched(NamedTuple):
     """A watched transaction, on a connection nobody else uses meanwhile (WATCH is per connection): ``WATCH key``
     and ``GET key`` in one round trip, then ``build(value)`` (the GET reply) gives the commands to run between
     ``MULTI`` and ``EXEC`` in one more round trip, or None to ``UNWATCH`` and run nothing. ``forget``: then
-    ``DEL key`` (best effort: its failure is not reported, as what came before stands).
+    ``DEL key`` (best effort: its failure is not reported, as what came before stands). ``deletes``: keys
+    deleted ahead of the ``WATCH``, in its round trip (best effort, their replies dropped: the keys the client
+    left to delete later, see :func:`ferroq.pure._send.send`).
 
     Reply: the list of EXEC's results (each a value or an exception); None when EXEC was aborted because ``key``
     changed since WATCH; [] when ``build`` gave None; or the redis-py exception (for EXECABORT, the error of the
@@ -73,6 +75,7 @@ class Watched(NamedTuple):
     key: str
     build: Callable[[Any], list[tuple[str, ...]] | None]
     forget: bool = False
+    deletes: tuple[str, ...] = ()
 
 
 Request = Union[Call, Pipe, Block, Sleep, Subscribe, Listen, Watched]

@@ -196,12 +196,13 @@ def _write_chunks(ctx: Settings, topic: TopicKeys, items: list[list[str]], front
 
 
 def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) -> Plan[str]:
-    """One message: one publish-2n call, then ``DEL`` of its record; the twin of the Rust ``rfq::publish_one``.
+    """One message: one publish-2n call, one round trip; the twin of the Rust ``rfq::publish_one``.
 
     The record (named after the message's id, which only this call knows) makes a repeat after a dropped
     connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
-    record goes at once; after a repeat, the dropped attempt could still arrive (it would find the record and
-    write nothing), so the record is left to expire.
+    record may go: its ``DEL`` rides ahead of the client's next request (:class:`~ferroq.pure._settings.DeleteLater`) instead of costing
+    a round trip of its own. After a repeat, the dropped attempt could still arrive (it would find the record and
+    write nothing), so the record is left to expire, as is one that no later request takes along.
     """
     msg_id = new_id()
     record = keys.rfq_published(topic.name, msg_id)
@@ -210,10 +211,7 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
     repeated: list[bool] = []
     yield from send(ctx, [call], retry_drop=True, repeated=repeated)
     if not repeated:
-        try:  # best effort: the message is written whatever happens to this DEL (else the record expires)
-            yield from send(ctx, [('DEL', record)])
-        except FerroqError:
-            pass
+        ctx.delete_later.add(record)
     return msg_id
 
 
@@ -268,7 +266,7 @@ def write_chunk(
     dropped = False
     for _ in range(WATCH_ROUNDS):
         while True:
-            reply = yield Watched(record, build, forget)
+            reply = yield Watched(record, build, forget, tuple(ctx.delete_later.take()))
             if not isinstance(reply, BaseException):
                 break
             if isinstance(reply, rex.BusyLoadingError):

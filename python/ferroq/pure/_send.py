@@ -46,8 +46,13 @@ def send(
     ``retry_drop``: the commands are safe to repeat, so run them again once after a dropped connection.
     ``raw``: replies keep their strings as bytes (values that may not be UTF-8). ``repeated``: a True is
     appended to it when the commands were sent once more after a drop (the first attempt may still arrive).
+
+    The keys the client left to delete later (:class:`~ferroq.pure._settings.DeleteLater`) go first, one
+    ``DEL`` each, in the same round trip; they are best effort (a key they miss expires): their replies, errors
+    included, are dropped. A request that fails (a dropped connection) leaves them for the next one.
     """
-    commands = list(commands)  # a NOSCRIPT round may replace EVALSHA calls with EVAL
+    deletes = [('DEL', key) for key in ctx.delete_later.take()]
+    commands = [*deletes, *commands]  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
     pending = list(range(len(commands)))
     loading_deadline: float | None = None
@@ -65,6 +70,8 @@ def send(
                 if repeated is not None:
                     repeated.append(True)
                 continue
+            for _, key in deletes:  # not sent, or not known to be: left for the next request again
+                ctx.delete_later.add(key)
             raise map_error(reply, ctx)
         replies = [reply] if len(batch) == 1 else reply
         if not isinstance(replies, list) or len(replies) != len(batch):
@@ -77,7 +84,7 @@ def send(
             elif isinstance(item, rex.BusyLoadingError):
                 again.append(i)
                 loading = True
-            elif isinstance(item, BaseException):
+            elif isinstance(item, BaseException) and i >= len(deletes):
                 raise map_error(item, ctx)
             else:
                 results[i] = item
@@ -87,7 +94,7 @@ def send(
         if loading:
             loading_deadline = yield from wait_loading(ctx, loading_deadline)
         pending = again
-    return results
+    return results[len(deletes) :]
 
 
 def _scripts_again(
@@ -125,6 +132,11 @@ def wait_loading(ctx: Settings, deadline: float | None) -> Plan[float]:
 def script(ctx: Settings, name: str, script_keys: Sequence[str], args: Sequence[str]) -> Plan[Any]:
     """One script call."""
     return (yield from send(ctx, [evalsha(name, script_keys, args)]))[0]
+
+
+def delete_now(ctx: Settings) -> Plan[None]:
+    """Send the keys the client left to delete later, if any (a closing client does, best effort)."""
+    yield from send(ctx, [])
 
 
 def ping(ctx: Settings) -> Plan[bool]:

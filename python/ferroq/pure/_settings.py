@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from ferroq import connection
-from ferroq._limits import MAX_POOL_SIZE, MAX_SECONDS
+from ferroq._limits import MAX_DELETE_LATER, MAX_POOL_SIZE, MAX_SECONDS
 from ferroq.exceptions import InvalidArgument
 from ferroq.pure._validation import check_count, seconds_of
 
 _SCHEMES = ('redis://', 'rediss://', 'unix://')
 
 # --- settings ------------------------------------------------------------------------------------
+
+
+class DeleteLater:
+    """Keys that expire by themselves (publish records) whose ``DEL`` rides with a later request of the same
+    client instead of costing a round trip of its own; the twin of the Rust ``Pool::delete_later``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: list[str] = []
+
+    def add(self, key: str) -> None:
+        with self._lock:
+            if len(self._keys) < MAX_DELETE_LATER:
+                self._keys.append(key)
+
+    def take(self) -> list[str]:
+        """The keys left so far, now the caller's to delete (best effort: they expire)."""
+        with self._lock:
+            keys, self._keys = self._keys, []
+        return keys
 
 
 @dataclass(frozen=True)
@@ -30,6 +51,8 @@ class Settings:
     client_name: str | None
     #: Credentials and TLS settings (:func:`ferroq.connection.resolve`).
     endpoint: connection.Endpoint = field(default_factory=lambda: connection.Endpoint('', ''), repr=False)
+    #: The client's keys to delete with a later request: not an option, state its operations share.
+    delete_later: DeleteLater = field(default_factory=DeleteLater, repr=False, compare=False)
 
     def pool_kwargs(self) -> dict[str, Any]:
         """redis-py connection options shared by both clients' pools (they add their own ``retry``)."""

@@ -8,6 +8,7 @@ first uses it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import warnings
 from types import TracebackType
@@ -20,7 +21,7 @@ from redis.backoff import NoBackoff
 
 from ferroq.batches import DEFAULT_COUNT, AsyncBatches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
-from ferroq.pure import _requests, _server, _settings
+from ferroq.pure import _requests, _send, _server, _settings
 from ferroq.pure._handles import AsyncMode, ClientState, GroupState, RsmqState, StreamState, TopicState
 from ferroq.typing import (
     AsyncClientProtocol,
@@ -218,7 +219,13 @@ class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream], AsyncMod
     @staticmethod
     async def _transaction(conn: Any, request: _requests.Watched) -> Any:
         """WATCH + GET, then UNWATCH ([]) or MULTI ... EXEC (its results, or None when the key changed)."""
-        await conn.send_packed_command(conn.pack_commands([('WATCH', request.key), ('GET', request.key)]))
+        deletes = [('DEL', key) for key in request.deletes]
+        await conn.send_packed_command(conn.pack_commands([*deletes, ('WATCH', request.key), ('GET', request.key)]))
+        for _ in deletes:
+            try:
+                await conn.read_response()
+            except redis.ResponseError:
+                pass  # best effort: a key a DEL misses expires
         await conn.read_response()
         commands = request.build(await conn.read_response())
         if commands is None:
@@ -239,6 +246,9 @@ class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream], AsyncMod
 
     async def close(self) -> None:
         if not self._closed:
+            # The records of single publishes this client left for its next request go now (best effort).
+            with contextlib.suppress(FerroqError):
+                await self._run(_send.delete_now(self._ctx), check=False)
             self._closed = True
             await self._pool.disconnect()
             await self._blocking_pool.disconnect()

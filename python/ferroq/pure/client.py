@@ -16,6 +16,7 @@ Only the I/O lives here: the methods are the operations of :mod:`ferroq.pure._ha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -29,7 +30,7 @@ from redis.retry import Retry
 
 from ferroq.batches import DEFAULT_COUNT, Batches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
-from ferroq.pure import _requests, _server, _settings
+from ferroq.pure import _requests, _send, _server, _settings
 from ferroq.pure._handles import ClientState, GroupState, RsmqState, StreamState, SyncMode, TopicState
 from ferroq.typing import (
     ClientProtocol,
@@ -282,7 +283,13 @@ class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
     @staticmethod
     def _transaction(conn: Any, request: _requests.Watched) -> Any:
         """WATCH + GET, then UNWATCH ([]) or MULTI ... EXEC (its results, or None when the key changed)."""
-        conn.send_packed_command(conn.pack_commands([('WATCH', request.key), ('GET', request.key)]))
+        deletes = [('DEL', key) for key in request.deletes]
+        conn.send_packed_command(conn.pack_commands([*deletes, ('WATCH', request.key), ('GET', request.key)]))
+        for _ in deletes:
+            try:
+                conn.read_response()
+            except redis.ResponseError:
+                pass  # best effort: a key a DEL misses expires
         conn.read_response()
         commands = request.build(conn.read_response())
         if commands is None:
@@ -303,6 +310,9 @@ class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
 
     def close(self) -> None:
         if not self._closed:
+            # The records of single publishes this client left for its next request go now (best effort).
+            with contextlib.suppress(FerroqError):
+                self._run(_send.delete_now(self._ctx), check=False)
             self._closed = True
             self._pool.disconnect()
             self._blocking_pool.disconnect()
