@@ -25,6 +25,9 @@ const LOADING_WAIT: Duration = Duration::from_secs(10);
 const NOSCRIPT_ROUNDS: usize = 3;
 /// Idle dedicated connections kept for the next blocking claim.
 const MAX_IDLE_DEDICATED: usize = 8;
+/// The longest a closing client waits for the `DEL` of the keys it left to delete later (see
+/// [`Pool::close_deleting`]): a server that does not answer by then leaves them to expire.
+const CLOSE_DELETE_WAIT: Duration = Duration::from_secs(1);
 
 /// Where warnings about the server go (the bindings install `warnings.warn`; plain Rust prints them).
 static WARNING_SINK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
@@ -524,30 +527,35 @@ impl Pool {
         }
     }
 
-    /// Deletes the keys left by [`Pool::delete_later`] now, on a connection that is already open: a closing
-    /// client does (best effort, and never on a new connection: a key it misses expires).
-    pub async fn delete_now(&self) {
+    /// Closes the pool (as [`Pool::close`]) and returns the sending of the keys left by
+    /// [`Pool::delete_later`], on a connection that was open (never a new one): a closing client awaits it.
+    /// Best effort, and bounded by [`CLOSE_DELETE_WAIT`]: a key it misses expires.
+    pub fn close_deleting(&self) -> impl Future<Output = ()> + Send + 'static {
         let keys = self.take_delete_later();
-        if keys.is_empty() {
-            return;
-        }
-        let open = self
-            .slots
-            .iter()
-            .find_map(|s| match s.conn.lock().unwrap().as_ref() {
-                Some((_, live)) if live.alive() => Some(live.conn.clone()),
-                _ => None,
-            })
-            .or_else(|| {
-                let idle = self.dedicated.lock().unwrap();
-                idle.iter().find(|live| live.alive()).map(|live| live.conn.clone())
-            });
-        if let Some(mut conn) = open {
-            let mut pipe = Pipeline::with_capacity(keys.len());
-            for key in &keys {
-                pipe.cmd("DEL").arg(key);
+        let open = if keys.is_empty() {
+            None
+        } else {
+            self.slots
+                .iter()
+                .find_map(|s| match s.conn.lock().unwrap().as_ref() {
+                    Some((_, live)) if live.alive() => Some(live.conn.clone()),
+                    _ => None,
+                })
+                .or_else(|| {
+                    let idle = self.dedicated.lock().unwrap();
+                    idle.iter().find(|live| live.alive()).map(|live| live.conn.clone())
+                })
+        };
+        // The connection taken above outlives the pool's own handles, which go now.
+        self.close();
+        async move {
+            if let Some(mut conn) = open {
+                let mut pipe = Pipeline::with_capacity(keys.len());
+                for key in &keys {
+                    pipe.cmd("DEL").arg(key);
+                }
+                let _ = tokio::time::timeout(CLOSE_DELETE_WAIT, conn.send_packed_commands(&pipe, 0, pipe.len())).await;
             }
-            let _ = conn.send_packed_commands(&pipe, 0, pipe.len()).await;
         }
     }
 

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::bindings::asyncio::{ready, run_async};
-use crate::bindings::core::{self, op, sync_call, to_py, Arg, ClientArgs, Core};
+use crate::bindings::core::{op, sync_call, to_py, Arg, ClientArgs, Core};
 use crate::bindings::rsmq::{self, AsyncRsmqQueue, RsmqCore, RsmqQueue};
 use crate::bindings::runtime;
 use crate::bindings::stream::{self, AsyncStream, Stream, StreamCore};
@@ -147,13 +147,17 @@ pub struct AsyncClient {
 }
 
 client_methods!(Client, "Client", sync_call, Topic, RsmqQueue, Stream, {
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         if let Some(pool) = self.core.take_for_close() {
-            let _ = runtime::wait(py, async move {
-                core::close(pool).await;
+            // Closed at once; then the DEL of the keys it left (at most CLOSE_DELETE_WAIT). A Ctrl-C meanwhile
+            // is raised: only those keys are left to expire.
+            let deleting = pool.close_deleting();
+            runtime::wait(py, async move {
+                deleting.await;
                 Ok(())
-            });
+            })??;
         }
+        Ok(())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -161,8 +165,8 @@ client_methods!(Client, "Client", sync_call, Topic, RsmqQueue, Stream, {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) {
-        self.close(py);
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 });
 
@@ -176,12 +180,14 @@ client_methods!(
     {
         fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
             match self.core.take_for_close() {
+                // Closed at once; the awaitable is the DEL of the keys it left (see Pool::close_deleting).
                 Some(pool) => {
-                    let closing = async move {
-                        core::close(pool).await;
+                    let deleting = pool.close_deleting();
+                    let deleted = async move {
+                        deleting.await;
                         Ok(())
                     };
-                    run_async(py, Ok(op(closing, to_py)))
+                    run_async(py, Ok(op(deleted, to_py)))
                 }
                 None => ready(py, py.None().into_bound(py)),
             }

@@ -244,7 +244,7 @@ impl Core {
         Ok(pool)
     }
 
-    /// Marks the client closed (no call starts from now on) and takes its pool, for [`close`] to close: None
+    /// Marks the client closed (no call starts from now on) and takes its pool, for the caller to close: None
     /// if it was closed already, or its pool is a parent's (inherited through fork, never touched).
     pub fn take_for_close(&self) -> Option<Arc<Pool>> {
         self.closed.store(true, Ordering::Release);
@@ -284,11 +284,4 @@ impl Drop for Core {
             }
         }
     }
-}
-
-/// Closes a pool taken by [`Core::take_for_close`]: first the keys it left to delete go (see
-/// [`Pool::delete_now`]), then its connections (calls in flight keep theirs until they finish).
-pub async fn close(pool: Arc<Pool>) {
-    pool.delete_now().await;
-    pool.close();
 }

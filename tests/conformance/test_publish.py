@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 
 import pytest
@@ -91,6 +92,22 @@ def test_close_deletes_the_record_of_a_last_single_publish(make_client, redis_ur
     assert r.exists(f'rfq:jobs:published:{msg_id}')
     client.close()
     assert set(r.keys('*')) == {'rfq:jobs:backlog'} | message_keys('jobs', [msg_id])
+
+
+def test_close_gives_up_on_the_record_of_a_server_that_does_not_answer(make_client, redis_url, r):
+    client = make_client(redis_url, command_timeout=2)
+    msg_id = client.topic('jobs').publish({'n': 'a'})
+    r.execute_command('CLIENT', 'PAUSE', '60000', 'WRITE')  # the record's DEL waits for the pause
+    try:
+        started = time.monotonic()
+        client.close()  # no error: the native clients give up after a second, the pure ones at command_timeout
+        elapsed = time.monotonic() - started
+    finally:
+        r.execute_command('CLIENT', 'UNPAUSE')
+    assert elapsed < 30
+    # The DEL, sent before the client gave up, may still run once the pause ends: either way the record goes.
+    ttl = r.pttl(f'rfq:jobs:published:{msg_id}')
+    assert ttl == -2 or 0 < ttl <= 120_000, ttl
 
 
 def test_records_of_single_publishes_from_many_threads_stay_few(client, r):

@@ -200,9 +200,10 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
 
     The record (named after the message's id, which only this call knows) makes a repeat after a dropped
     connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
-    record may go: its ``DEL`` rides ahead of the client's next request (:class:`~ferroq.pure._settings.DeleteLater`) instead of costing
-    a round trip of its own. After a repeat, the dropped attempt could still arrive (it would find the record and
-    write nothing), so the record is left to expire, as is one that no later request takes along.
+    record may go: its ``DEL`` rides ahead of the client's next request
+    (:class:`~ferroq.pure._settings.DeleteLater`) instead of costing a round trip of its own. After a repeat,
+    the dropped attempt could still arrive (it would find the record and write nothing), so the record is left
+    to expire, as is one that no later request takes along.
     """
     msg_id = new_id()
     record = keys.rfq_published(topic.name, msg_id)
