@@ -550,10 +550,7 @@ impl Pool {
         self.close();
         async move {
             if let Some(mut conn) = open {
-                let mut pipe = Pipeline::with_capacity(keys.len());
-                for key in &keys {
-                    pipe.cmd("DEL").arg(key);
-                }
+                let pipe = deletes_of(&keys);
                 let _ = tokio::time::timeout(CLOSE_DELETE_WAIT, conn.send_packed_commands(&pipe, 0, pipe.len())).await;
             }
         }
@@ -658,8 +655,7 @@ impl Pool {
         }
     }
 
-    /// When keys wait in [`Pool::delete_later`]: a pipeline of one `DEL` per key (keys of different queues may
-    /// live on different cluster nodes) followed by `cmds`, and the keys. The DELs' replies are skipped (best
+    /// When keys wait in [`Pool::delete_later`]: their DELs ([`deletes_of`]) followed by `cmds`, and the keys. The DELs' replies are skipped (best
     /// effort: a key they miss expires, so their failure must not fail the request); the caller's own
     /// commands come after them in the same round trip, on the same connection, so the deletes cost no wait.
     fn with_deletes<'a>(&self, cmds: impl Iterator<Item = &'a Cmd>) -> Option<(Pipeline, Vec<String>)> {
@@ -667,10 +663,7 @@ impl Pool {
         if keys.is_empty() {
             return None;
         }
-        let mut with = Pipeline::with_capacity(keys.len() + 1);
-        for key in &keys {
-            with.cmd("DEL").arg(key);
-        }
+        let mut with = deletes_of(&keys);
         for cmd in cmds {
             with.add_command(cmd.clone());
         }
@@ -747,6 +740,15 @@ async fn settle() {
 
 fn is_noscript(v: &Value) -> bool {
     matches!(v, Value::ServerError(e) if e.code() == "NOSCRIPT")
+}
+
+/// One `DEL` per key (keys of different queues may live on different cluster nodes), in one pipeline.
+fn deletes_of(keys: &[String]) -> Pipeline {
+    let mut pipe = Pipeline::with_capacity(keys.len() + 1);
+    for key in keys {
+        pipe.cmd("DEL").arg(key);
+    }
+    pipe
 }
 
 fn first_error(replies: Vec<Value>) -> Result<Vec<Value>> {
