@@ -214,13 +214,17 @@ class _Engine:
     # --- state -------------------------------------------------------------------------------------
 
     def _reset(self) -> None:
-        # Lanes on handler threads change _ready, _running and _done: every change of them holds _lock.
+        # Lanes on handler threads change _ready, _running, _done and _failed: every change of them holds _lock
+        # (async lanes run on the loop, as does all else that changes them, and take no lock; see _finish).
         self._lock = threading.Lock()
         self._ready: collections.deque[Message] = collections.deque()  # claimed, not started
         self._running: list[Message | None] = [None] * self.concurrency  # each lane's current message
         self._free = list(range(self.concurrency))  # lanes not started
-        self._done: list[tuple[Message, BaseException | None]] = []  # finished, outcome not yet recorded
-        self._first_done = 0.0  # when _done got its first entry
+        # Finished, outcome not yet recorded: those that succeeded, and those that failed with their error. Two
+        # lists, so a message that succeeds costs no tuple (and the collector has half the objects to track).
+        self._done: list[Message] = []
+        self._failed: list[tuple[Message, BaseException]] = []
+        self._first_done = 0.0  # when _done or _failed got the first entry
         self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
         self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
         # The claims in flight: each with the count it asks for and whether it blocks (waits for messages).
@@ -246,11 +250,16 @@ class _Engine:
 
     def _held(self) -> list[Message]:
         with self._lock:
-            return [*self._ready, *(m for m in self._running if m is not None), *(m for m, _ in self._done)]
+            running = (m for m in self._running if m is not None)
+            return [*self._ready, *running, *self._done, *(m for m, _ in self._failed)]
 
     def _held_count(self) -> int:
         with self._lock:
-            return len(self._ready) + self.concurrency - self._running.count(None) + len(self._done)
+            return len(self._ready) + self.concurrency - self._running.count(None) + self._finished()
+
+    def _finished(self) -> int:
+        """Finished messages whose outcome is not recorded yet."""
+        return len(self._done) + len(self._failed)
 
     def stop(self) -> None:
         """Stop claiming and shut down gracefully; safe from any thread and from signal handlers."""
@@ -288,16 +297,17 @@ class _Engine:
 
     def _lane(self, slot: int, msg: Message | None) -> None:
         """A plain handler's lane, on a handler thread."""
-        handler = self.handler
+        handler, lock = self.handler, self._lock
         while msg is not None:
+            outcome: BaseException | None = None
             try:
                 result = handler(msg)
                 if result is not None and inspect.isawaitable(result):  # a plain function returned a coroutine
                     asyncio.run(_awaited(result))
             except BaseException as exc:  # noqa: BLE001 - whatever the handler raises fails the message
-                msg = self._finish(slot, msg, exc)
-            else:
-                msg = self._finish(slot, msg, None)
+                outcome = exc
+            with lock:
+                msg = self._finish(slot, msg, outcome)
 
     async def _async_lane(self, slot: int, msg: Message | None) -> None:
         """An ``async def`` handler's lane, a task on the loop."""
@@ -318,17 +328,23 @@ class _Engine:
                 turn_ends = time.monotonic() + LANE_TURN
 
     def _finish(self, slot: int, msg: Message, exc: BaseException | None, last: bool = False) -> Message | None:
-        """Record a lane's outcome and take its next message (None: the lane ends), under one lock."""
-        with self._lock:
-            done = self._done
-            done.append((msg, exc))
-            count = len(done)
-            if count == 1:
-                self._first_done = time.monotonic()
-            if last or self._stopping or not self._ready:
-                after = self._running[slot] = None
-            else:
-                after = self._running[slot] = self._ready.popleft()
+        """Record a lane's outcome and take its next message (None: the lane ends).
+
+        A plain handler's lane calls it holding ``_lock``. An async lane calls it without: with an ``async def``
+        handler, everything that changes this state runs on the loop, and a lock taken per message would cost
+        as much as the rest of this bookkeeping.
+        """
+        if exc is None:
+            self._done.append(msg)
+        else:
+            self._failed.append((msg, exc))
+        count = len(self._done) + len(self._failed)
+        if count == 1:
+            self._first_done = time.monotonic()
+        if last or self._stopping or not self._ready:
+            after = self._running[slot] = None
+        else:
+            after = self._running[slot] = self._ready.popleft()
         # The loop looks again when the first outcome waits (to commit it within COMMIT_LINGER) and when
         # there are enough for a batch; in between, it sleeps.
         if count == 1 or count == self._flush_at:
@@ -357,10 +373,11 @@ class _Engine:
 
     def _flush_due(self) -> bool:
         """Whether the finished messages are to be recorded now (one batch at a time)."""
-        if not self._done or self._flushing is not None:
+        finished = self._finished()
+        if not finished or self._flushing is not None:
             return False
         idle = len(self._free) == self.concurrency and not self._ready  # nothing runs, nothing is about to
-        return idle or len(self._done) >= self._flush_at or time.monotonic() - self._first_done >= COMMIT_LINGER
+        return idle or finished >= self._flush_at or time.monotonic() - self._first_done >= COMMIT_LINGER
 
     def _in_background(self, call: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run a claim or a flush as a task that wakes the loop when it ends: the loop goes on meanwhile."""
@@ -369,10 +386,12 @@ class _Engine:
         task.add_done_callback(lambda _: self._wake.set())  # type: ignore[union-attr]
         return task
 
-    def _take_done(self) -> list[tuple[Message, BaseException | None]]:
+    def _take_done(self) -> tuple[list[Message], list[tuple[Message, BaseException]]]:
+        """The finished messages (those that succeeded, those that failed), taken to be recorded."""
         with self._lock:
             done, self._done = self._done, []
-        return done
+            failed, self._failed = self._failed, []
+        return done, failed
 
     async def _flushed(self) -> None:
         """Wait for the outcomes being recorded; raises what recording them raised."""
@@ -384,21 +403,17 @@ class _Engine:
                 if flushing.done():
                     self._flushing = None
 
-    async def _flush(self, done: list[tuple[Message, BaseException | None]]) -> None:
+    async def _flush(self, finished: tuple[list[Message], list[tuple[Message, BaseException]]]) -> None:
         """Commit what succeeded, release failures for a retry, dead-letter exhausted ones."""
-        ok = [m for m, exc in done if exc is None]
+        ok, failed = finished
         if ok:
             committed = await self._call(self.client.commit, ok)
             self.stats.committed += len(committed)
             if len(committed) < len(ok):
                 self.stats.lost += len(ok) - len(committed)
                 log.warning('%d of %d commits were refused: their claims were lost', len(ok) - len(committed), len(ok))
-        if len(ok) == len(done):
-            return
         retries: dict[float, list[Message]] = {}
-        for msg, exc in done:
-            if exc is None:
-                continue
+        for msg, exc in failed:
             if isinstance(exc, _Exhausted) or msg.deliveries >= self.max_deliveries:
                 await self._dead_letter(msg, exc)
                 continue
@@ -439,12 +454,12 @@ class _Engine:
             for msg in msgs:
                 if msg.deliveries > self.max_deliveries:
                     # Claimed again and again without an outcome (its workers died): do not run it once more.
-                    if not self._done:
+                    if not self._finished():
                         self._first_done = time.monotonic()
                     error = _Exhausted(
                         f'no outcome after {msg.deliveries - 1} deliveries (max_deliveries={self.max_deliveries})'
                     )
-                    self._done.append((msg, error))
+                    self._failed.append((msg, error))
                 else:
                     self._ready.append(msg)
 
@@ -574,7 +589,8 @@ class _Engine:
         return self.stats
 
     async def _main(self) -> None:
-        assert self._wake is not None
+        loop = self._loop
+        assert loop is not None and self._wake is not None
         low_water = self.prefetch // 2
         claim_size = max(1, (self.prefetch + 1) // 2)
         while not self._stopping:
@@ -598,7 +614,7 @@ class _Engine:
                 if await self._drained():
                     return
                 looked = True
-            finished = self._take_done() if self._flush_due() else []
+            finished = self._take_done() if self._flush_due() else None
             # Claims run while handlers run and outcomes are recorded, so the server always has work;
             # a claim is sent before the commit, so its messages arrive while the server commits. Claims
             # in flight and messages held stay within half the prefetch when a claim is sent, so while
@@ -615,20 +631,22 @@ class _Engine:
                 blocks = idle and (looked or not self.burst)
                 task = self._in_background(self._claim(count, self.poll if blocks else None))
                 self._claims.append((task, count, blocks))
-            if finished:
+            if finished is not None:
                 self._flushing = self._in_background(self._flush(finished))
             # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
             # made above are sent first.
             self._start()
             self._wake.clear()
-            if self._done and self._flushing is None:
+            if self._finished() and self._flushing is None:
                 timeout = max(0.0, COMMIT_LINGER - (time.monotonic() - self._first_done))
             else:
                 timeout = self.poll  # a lane, a claim or a flush that ends, or stop(), wakes it earlier
+            # A timer that sets the event, rather than wait_for: no task per turn of this loop.
+            timer = loop.call_later(timeout, self._wake.set)
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
+                await self._wake.wait()
+            finally:
+                timer.cancel()
 
     async def _shutdown(self) -> None:
         """Release what was not started, let running handlers finish, record every outcome."""
@@ -647,7 +665,7 @@ class _Engine:
             self._wake.clear()
             await self._wake.wait()
         await self._flushed()
-        if self._done:
+        if self._finished():
             self._flushing = self._in_background(self._flush(self._take_done()))
             await self._flushed()
         if self._failure is not None:

@@ -113,7 +113,7 @@ def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r):
     assert r.hget('rsmq:jobs:Q', 'totalrecv') == '7'
 
 
-def test_a_receive_leaves_the_garbage_collector_as_it_was(q):
+def test_a_receive_leaves_the_garbage_collector_as_it_was(q, impl):
     sent = q.send_batch(['a', 'b', 'c'])
     assert [m.message for m in q.receive_batch(1, vt=60)] == ['a']
     assert gc.isenabled()
@@ -126,6 +126,7 @@ def test_a_receive_leaves_the_garbage_collector_as_it_was(q):
     assert [(type(m), m.id, m.message, m.rc, m.sent) for m in got] == [
         (RsmqMessage, i, body, 1, rsmq_sent(i)) for i, body in zip(sent[1:], 'bc')
     ]
+    assert [gc.is_tracked(m) for m in got] == [impl.startswith('pure')] * 2  # see test_claim.py
 
 
 def test_receive_uses_queue_vt(client, r):
