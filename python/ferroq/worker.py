@@ -227,8 +227,8 @@ class _Engine:
         self._first_done = 0.0  # when _done or _failed got the first entry
         self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
         self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
-        # The claims in flight: each with the count it asks for and whether it blocks (waits for messages).
-        self._claims: list[tuple[asyncio.Task[int], int, bool]] = []
+        # The claim in flight, if any, with the count it asks for.
+        self._claiming: tuple[asyncio.Task[int], int] | None = None
         # Whether the topics may be drained: the last claim to end got fewer messages than it asked for. A
         # burst worker then looks (topic stats) before it waits in a blocking claim; its first claim does
         # not block, so empty topics end a burst at once too.
@@ -577,7 +577,8 @@ class _Engine:
         finally:
             self._stopping = True  # also when run() fails or is cancelled: lanes take no further message
             self._done_event.set()
-            background += [task for task, _, _ in self._claims]
+            if self._claiming is not None:
+                background.append(self._claiming[0])
             if self._flushing is not None:
                 background.append(self._flushing)
             await asyncio.gather(*background, return_exceptions=True)
@@ -598,39 +599,40 @@ class _Engine:
                 raise self._failure
             if self._flushing is not None and self._flushing.done():
                 await self._flushed()  # raises what recording the outcomes raised
-            ended = [c for c in self._claims if c[0].done()]
-            claimed_nothing = short = False
-            for claim in ended:
-                self._claims.remove(claim)
-                got = claim[0].result()
-                claimed_nothing |= not got
-                short |= got < claim[1]
-            if ended:
-                self._maybe_drained = short
+            claimed_nothing = False
+            if self._claiming is not None and self._claiming[0].done():
+                task, asked = self._claiming
+                self._claiming = None
+                got = task.result()
+                claimed_nothing = not got
+                self._maybe_drained = got < asked
             # Burst: with nothing held or being claimed, look whether anything is left at all (backlog,
             # delayed retries, others' claims) rather than wait out a poll in a blocking claim.
             looked = False
-            if self.burst and self._maybe_drained and not self._claims and not self._held_count():
+            if self.burst and self._maybe_drained and self._claiming is None and not self._held_count():
                 if await self._drained():
                     return
                 looked = True
             finished = self._take_done() if self._flush_due() else None
             # Claims run while handlers run and outcomes are recorded, so the server always has work;
-            # a claim is sent before the commit, so its messages arrive while the server commits. Claims
-            # in flight and messages held stay within half the prefetch when a claim is sent, so while
-            # handlers run the other half, the next claims are already on their way: two when handlers
-            # are fast. After an empty claim, the next one waits for a wake or a poll. A claim made with
-            # nothing held or claimed blocks (waits up to a poll for messages; in burst mode only right
-            # after the topics were found not drained), and no claim is sent while one blocks.
+            # a claim is sent before the commit, so its messages arrive while the server commits. A claim
+            # is sent once the messages held are at most half the prefetch, so while handlers run that
+            # half, the next claim is on its way. One claim at a time: two in flight may run on two
+            # connections in either order, and a batch that holds the newer claim's messages first would
+            # be committed out of the topic's order, which costs the server a walk of the nextlog. After
+            # an empty claim, the next one waits for a wake or a poll. A claim made with nothing held blocks
+            # (waits up to a poll for messages; in burst mode only right after the topics were found not
+            # drained).
             held = self._held_count()
-            asked = sum(count for _, count, _ in self._claims)
-            idle = not held and not self._claims
-            blocked = any(blocks for _, _, blocks in self._claims)
-            if held + asked <= low_water and not blocked and not self._stopping and (not claimed_nothing or idle):
-                count = min(self.prefetch - held - asked, claim_size)
-                blocks = idle and (looked or not self.burst)
-                task = self._in_background(self._claim(count, self.poll if blocks else None))
-                self._claims.append((task, count, blocks))
+            if (
+                self._claiming is None
+                and held <= low_water
+                and not self._stopping
+                and (not claimed_nothing or not held)
+            ):
+                count = min(self.prefetch - held, claim_size)
+                blocks = not held and (looked or not self.burst)
+                self._claiming = (self._in_background(self._claim(count, self.poll if blocks else None)), count)
             if finished is not None:
                 self._flushing = self._in_background(self._flush(finished))
             # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
@@ -651,9 +653,9 @@ class _Engine:
     async def _shutdown(self) -> None:
         """Release what was not started, let running handlers finish, record every outcome."""
         assert self._wake is not None
-        if self._claims:  # what they claim is released below
-            await asyncio.shield(asyncio.gather(*(task for task, _, _ in self._claims)))
-            self._claims = []
+        if self._claiming is not None:  # what it claims is released below
+            await asyncio.shield(self._claiming[0])
+            self._claiming = None
         with self._lock:
             unstarted = list(self._ready)
             self._ready.clear()

@@ -67,7 +67,7 @@ WORKER = register_operation(
         'worker',
         'rfq',
         'rfq claim+commit',
-        'Worker / AsyncWorker, no-op handler, concurrency 1, prefetch = batch, burst mode over the prefill',
+        'Worker / AsyncWorker, no-op handler, concurrency 1, claims of batch (prefetch 2 x batch), burst mode over the prefill',
         drains=True,
     )
 ).name
@@ -385,11 +385,13 @@ async def _async_noop(msg: Any) -> None:
 
 
 def _worker_options(ctx: Context) -> dict[str, Any]:
-    # concurrency 1 as BullMQ's reference figure; the batch is how many messages one claim may take; a short
-    # poll, so the burst ends soon after the topic is empty; no harvester (nothing is left to requeue)
+    # concurrency 1 as BullMQ's reference figure; the batch is how many messages one claim may take: a claim
+    # takes up to half the prefetch, so the worker holds at most two batches, as the claim+commit loop does
+    # (the batch it handles and the next one, claimed ahead); a short poll, so the burst ends soon after the
+    # topic is empty; no harvester (nothing is left to requeue)
     return {
         'concurrency': 1,
-        'prefetch': ctx.batch,
+        'prefetch': 2 * ctx.batch,
         'lease': LEASE,
         'poll': 0.01,
         'harvest_interval': None,
