@@ -338,9 +338,13 @@ impl<'py> Batch<'py> {
         for (slot, value) in slots.into_iter().zip(values) {
             obj.setattr(slot, value)?;
         }
-        // SAFETY: `obj` is a live instance of a GC type, tracked by PyType_GenericAlloc; untracking is what
-        // its dealloc does first anyway (PyObject_GC_UnTrack is a no-op on an untracked object).
-        unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
+        // SAFETY: PyObject_GC_UnTrack needs an object of a GC type (checked here; a `__slots__` class is one),
+        // which PyType_GenericAlloc tracked; untracking is what its dealloc does first anyway.
+        unsafe {
+            if pyo3::ffi::PyType_IS_GC(cls.as_type_ptr()) != 0 {
+                pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
+            }
+        }
         Ok(obj)
     }
 }
