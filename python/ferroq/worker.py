@@ -55,6 +55,8 @@ __all__ = ['AsyncWorker', 'Handler', 'Worker', 'WorkerStats']
 
 log = logging.getLogger('ferroq.worker')
 T = TypeVar('T')
+# Finished messages whose outcome is not recorded yet: those that succeeded, those that failed with their error.
+_Outcomes = tuple[list[Message], list[tuple[Message, BaseException]]]
 
 #: A handler takes one message; it may be a plain function or an ``async def``. Its return value is ignored.
 Handler = Callable[[Message], Union[Awaitable[Any], Any]]
@@ -227,8 +229,8 @@ class _Engine:
         self._first_done = 0.0  # when _done or _failed got the first entry
         self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
         self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
-        # The claim in flight, if any, with the count it asks for.
-        self._claiming: tuple[asyncio.Task[int], int] | None = None
+        # The claim in flight, if any: it asks for half the prefetch (see _main) and returns how many it got.
+        self._claiming: asyncio.Task[int] | None = None
         # Whether the topics may be drained: the last claim to end got fewer messages than it asked for. A
         # burst worker then looks (topic stats) before it waits in a blocking claim; its first claim does
         # not block, so empty topics end a burst at once too.
@@ -386,7 +388,7 @@ class _Engine:
         task.add_done_callback(lambda _: self._wake.set())  # type: ignore[union-attr]
         return task
 
-    def _take_done(self) -> tuple[list[Message], list[tuple[Message, BaseException]]]:
+    def _take_done(self) -> _Outcomes:
         """The finished messages (those that succeeded, those that failed), taken to be recorded."""
         with self._lock:
             done, self._done = self._done, []
@@ -403,7 +405,7 @@ class _Engine:
                 if flushing.done():
                     self._flushing = None
 
-    async def _flush(self, finished: tuple[list[Message], list[tuple[Message, BaseException]]]) -> None:
+    async def _flush(self, finished: _Outcomes) -> None:
         """Commit what succeeded, release failures for a retry, dead-letter exhausted ones."""
         ok, failed = finished
         if ok:
@@ -578,7 +580,7 @@ class _Engine:
             self._stopping = True  # also when run() fails or is cancelled: lanes take no further message
             self._done_event.set()
             if self._claiming is not None:
-                background.append(self._claiming[0])
+                background.append(self._claiming)
             if self._flushing is not None:
                 background.append(self._flushing)
             await asyncio.gather(*background, return_exceptions=True)
@@ -592,20 +594,20 @@ class _Engine:
     async def _main(self) -> None:
         loop = self._loop
         assert loop is not None and self._wake is not None
+        # A claim is sent once at most low_water messages are held, so it may take the rest of the prefetch.
         low_water = self.prefetch // 2
-        claim_size = max(1, (self.prefetch + 1) // 2)
+        claim_size = self.prefetch - low_water
         while not self._stopping:
             if self._failure is not None:
                 raise self._failure
             if self._flushing is not None and self._flushing.done():
                 await self._flushed()  # raises what recording the outcomes raised
             claimed_nothing = False
-            if self._claiming is not None and self._claiming[0].done():
-                task, asked = self._claiming
+            if self._claiming is not None and self._claiming.done():
+                got = self._claiming.result()
                 self._claiming = None
-                got = task.result()
                 claimed_nothing = not got
-                self._maybe_drained = got < asked
+                self._maybe_drained = got < claim_size
             # Burst: with nothing held or being claimed, look whether anything is left at all (backlog,
             # delayed retries, others' claims) rather than wait out a poll in a blocking claim.
             looked = False
@@ -630,9 +632,8 @@ class _Engine:
                 and not self._stopping
                 and (not claimed_nothing or not held)
             ):
-                count = min(self.prefetch - held, claim_size)
                 blocks = not held and (looked or not self.burst)
-                self._claiming = (self._in_background(self._claim(count, self.poll if blocks else None)), count)
+                self._claiming = self._in_background(self._claim(claim_size, self.poll if blocks else None))
             if finished is not None:
                 self._flushing = self._in_background(self._flush(finished))
             # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
@@ -654,7 +655,7 @@ class _Engine:
         """Release what was not started, let running handlers finish, record every outcome."""
         assert self._wake is not None
         if self._claiming is not None:  # what it claims is released below
-            await asyncio.shield(self._claiming[0])
+            await asyncio.shield(self._claiming)
             self._claiming = None
         with self._lock:
             unstarted = list(self._ready)
