@@ -123,6 +123,12 @@ def _pauses(events: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]
 #: AOF write for at most 2 s while an fsync runs (and answers the clients meanwhile); 5 s leaves a margin.
 LOSSY_WINDOW = 5.0
 
+#: How much earlier than a lease's length a redelivery may complete without being premature. Leases run on
+#: Redis's clock, in whole milliseconds of its wall clock (a delivery time and the harvest's now are each
+#: truncated: up to 2 ms), and the history on each process's monotonic clock, whose rate may differ from the
+#: wall clock's by up to 0.05% (under 1 ms per 1.5 s lease): 10 ms is ten times that.
+CLOCK_SLACK = 0.01
+
 
 def _lossy_crashes(events: list[dict[str, Any]]) -> list[float]:
     """When redis-server was killed while it could lose acknowledged writes (``appendfsync everysec`` may
@@ -297,9 +303,9 @@ def _redeliveries(
             continue
         if nxt.n > d.n + 1:
             counts.causes['unrecorded'] += 1
-        if nxt.t1 < d.t0 + lease:
+        if nxt.t1 < d.t0 + lease - CLOCK_SLACK:
             counts.premature += 1
-            counts.note('premature', key)
+            counts.note('premature', f'{key} ({(d.t0 + lease - nxt.t1) * 1000:.1f} ms early)')
         if d.commit == 'ok':
             counts.unexplained += 1
             counts.note('unexplained', key)
