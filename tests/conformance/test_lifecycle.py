@@ -67,6 +67,39 @@ def test_commit_of_whole_claims_in_claim_order(client, r):
     assert r.dbsize() == 0
 
 
+def test_commit_of_a_claim_in_parts_in_claim_order(client, r):
+    """A consumer committing a claim in parts as it handles them (the script keeps the rest of the claim's
+    record as it is): each part leaves exactly the claim's other ids held, leased and fenced."""
+    t = client.topic('jobs')
+    t.publish_batch([{'n': str(i)} for i in range(9)])
+    older = t.claim(count=1)
+    t.release(t.claim(count=1))  # back at the front: the next claim's first id is a redelivery
+    got = t.claim(count=8)
+    claim = got[0].claim
+    assert got[0].deliveries == 2 and r.hexists('rfq:jobs:claims', f'{claim}:d')
+    assert t.commit(got[:3]) == [m.id for m in got[:3]]  # not at the tail: the older claim is
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == [m.id for m in got[3:]]
+    assert r.lrange('rfq:jobs:nextlog', 0, -1) == [m.id for m in got[3:][::-1]] + [older[0].id]
+    assert r.smembers('rfq:jobs:inflight') == {older[0].id} | {m.id for m in got[3:]}
+    assert r.hlen('rfq:jobs:deliveries') == 0  # the redelivery's record went with its commit
+    assert t.commit(got[:3]) == []  # committed already: refused, nothing else changes
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == [m.id for m in got[3:]]
+    # the rest is still held under the claim's fence: renewed, released and committed as any held id
+    assert t.extend(got[3:5], lease=60) == [m.id for m in got[3:5]]
+    assert t.release(got[4:5]) == [got[4].id]
+    assert r.hget('rfq:jobs:claims', claim).split(' ')[2:] == [got[3].id] + [m.id for m in got[5:]]
+    assert t.commit([got[3], got[5]]) == [got[3].id, got[5].id]
+    assert t.commit(got[6:]) == [m.id for m in got[6:]]  # the rest: the claim, its ':d' and its lease go
+    assert r.hkeys('rfq:jobs:claims') == [older[0].claim]
+    assert r.zrange('rfq:jobs:claim_leases', 0, -1) == [older[0].claim]
+    assert t.commit(older) == [older[0].id]
+    again = t.claim(count=1)  # the released one, on its second delivery
+    assert again[0].id == got[4].id and again[0].deliveries == 2
+    assert t.commit(again) == [got[4].id]
+    assert r.dbsize() == 0
+
+
+
 def _lrem_from_tail(items: list[str], ids: list[str]) -> list[str]:
     """What LREM list -1 <id> for each id leaves (items head first)."""
     items = list(items)
