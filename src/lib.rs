@@ -15,6 +15,10 @@ pub mod server_version;
 
 mod bindings;
 
+/// Every Rust allocation of the extension (Python's objects keep Python's allocator): see Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 

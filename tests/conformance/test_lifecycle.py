@@ -99,7 +99,6 @@ def test_commit_of_a_claim_in_parts_in_claim_order(client, r):
     assert r.dbsize() == 0
 
 
-
 def _lrem_from_tail(items: list[str], ids: list[str]) -> list[str]:
     """What LREM list -1 <id> for each id leaves (items head first)."""
     items = list(items)
