@@ -84,7 +84,7 @@ def test_parser_defaults_and_quick() -> None:
     assert config_from_args(build_parser().parse_args(['--scale']), 'u').rss_messages == 10_000_000
     assert (cfg.noise_retries, quick.noise_retries) == (2, 0)
     assert config_from_args(build_parser().parse_args(['--quick', '--noise-retries', '1']), 'u').noise_retries == 1
-    assert (cfg.target_pairs, quick.target_pairs) == (3, 1)
+    assert (cfg.target_pairs, quick.target_pairs) == (5, 1)
     assert config_from_args(build_parser().parse_args(['--target-pairs', '0']), 'u').target_pairs == 0
     off = config_from_args(build_parser().parse_args(['--rss-messages', '0', '--no-ceiling', '--no-scale']), 'u')
     assert (off.rss_messages, off.ceiling, off.scale) == (0, False, False)

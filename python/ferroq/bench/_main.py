@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="after the matrix, time each target's native row and its comparator back to back, alternating, "
-        "N times; the target's ratio is the median pair (3; --quick 1; 0 skips)",
+        "N times; the target's ratio is the median pair (5; --quick 1; 0 skips)",
     )
     p.add_argument('--no-ceiling', action='store_true', help='skip redis-cli --pipe and redis-benchmark')
     p.add_argument('--no-latency', action='store_true', help='skip the p50/p99 latency measurement')
@@ -337,7 +337,7 @@ def config_from_args(args: argparse.Namespace, url: str) -> Config:
         repeat=args.repeat,
         time_limit=args.time_limit,
         noise_retries=(0 if args.quick else 2) if args.noise_retries is None else max(args.noise_retries, 0),
-        target_pairs=(1 if args.quick else 3) if args.target_pairs is None else max(args.target_pairs, 0),
+        target_pairs=(1 if args.quick else 5) if args.target_pairs is None else max(args.target_pairs, 0),
         quick=args.quick,
         ceiling=not args.no_ceiling,
         latency=not args.no_latency,
