@@ -389,6 +389,19 @@ def test_pair_plans_name_each_comparator() -> None:
     assert 'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL' not in plans
 
 
+def test_the_async_worker_target_times_the_async_worker_even_when_the_sync_one_was_faster() -> None:
+    data = synthetic()
+    data['rows'].append(_row('worker', 1000, 'native', 30_000, False))  # the sync Worker's row, higher
+    finish(data)
+    label = 'async worker (no-op handler) vs native claim+commit(1000)'
+    target = {t['target']: t for t in data['targets']}[label]
+    assert target['impl'] == 'native-async' and target['ratio'] == pytest.approx(25_420 / 10_000)
+    plans = {t.label: (impl, comparator) for t, impl, comparator in pair_plans(data)}
+    assert plans[label] == ('native-async', ('cell', 'native', 'claim+commit', '1000'))
+    # a target about no implementation in particular takes the best native row: here the sync Worker's
+    assert {t['target']: t for t in data['targets']}['worker (no-op handler) vs BullMQ Worker']['impl'] == 'native'
+
+
 def test_render_markdown_and_console() -> None:
     data = synthetic()
     finish(data)

@@ -33,7 +33,7 @@ def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]
     plans: list[tuple[Target, str, tuple[str, ...]]] = []
     rows = data['rows']
     for t in TARGETS:
-        row = best_native(rows, t.op, t.batch)
+        row = best_native(rows, t.op, t.batch, t.impl)
         if row is None or t.against.startswith('ref:'):
             continue
         if t.against == 'ceiling':
