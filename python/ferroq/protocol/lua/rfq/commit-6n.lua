@@ -203,10 +203,15 @@ while a <= #ARGV do
     local v = redis.call('HGET', claims, fence)
     if v then
       local at, owner, held = parse_claim(v)
-      local given = table.concat(ids, ' ', first, last)
+      -- Where the group's ids end in the claim's id string when they are its first ids, in claim order.
+      local rest = k > 0 and held and claim_prefix_end(held, first, last)
       local gone = {}
-      if held == given then -- the whole claim, in claim order
-        if k > 0 and redis.call('LINDEX', nextlog, -1) == ids[first]
+      local function of_the_claim(id) -- every id of the group is the claim's
+        gone[id] = true
+        return true
+      end
+      if rest and rest == #held + 2 then -- the whole claim, in claim order
+        if redis.call('LINDEX', nextlog, -1) == ids[first]
             and redis.call('LINDEX', nextlog, -k) == ids[last] then
           -- The claim's ids were pushed as one block (one atomic script), and entries only ever leave
           -- the middle of a list: a tail block of k entries that starts and ends with them is them.
@@ -216,40 +221,26 @@ while a <= #ARGV do
             unlisted[ids[i]] = true
           end
         end
-        for i = first, last do
-          local id = ids[i]
-          if not done[id] then
-            done[id] = true
-            gone[id] = true
-            n = n + 1
-            taken[n], keys[n] = id, i
-          end
-        end
+        accept(first, last, of_the_claim)
         redis.call('HDEL', claims, fence)
         redis.call('ZREM', claim_leases, fence)
+      elseif rest then
+        -- The claim's first ids in claim order (a consumer committing what it has handled so far): the
+        -- record keeps the rest of its id string as it is, so committing a claim in parts costs no work
+        -- per id it still holds.
+        accept(first, last, of_the_claim)
+        redis.call('HSET', claims, fence, at .. ' ' .. owner .. ' ' .. string.sub(held, rest))
       else
-        local rest = k > 0 and held and claim_prefix_end(held, first, last)
-        if rest then
-          -- The claim's first ids in claim order (a consumer committing what it has handled so far): the
-          -- record keeps the rest of its id string as it is, so committing a claim in parts costs no work
-          -- per id it still holds.
-          accept(first, last, function(id)
+        local listed = {}
+        words(held, listed)
+        accept(first, last, function(id)
+          if listed[id] then
             gone[id] = true
             return true
-          end)
-          redis.call('HSET', claims, fence, at .. ' ' .. owner .. ' ' .. string.sub(held, rest))
-        else
-          local listed = {}
-          words(held, listed)
-          accept(first, last, function(id)
-            if listed[id] then
-              gone[id] = true
-              return true
-            end
-            return false
-          end)
-          drop_from_claim(claims, claim_leases, fence, at, owner, held, gone)
-        end
+          end
+          return false
+        end)
+        drop_from_claim(claims, claim_leases, fence, at, owner, held, gone)
       end
       local recorded = redis.call('HGET', claims, fence .. ':d')
       if recorded then
