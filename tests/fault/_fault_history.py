@@ -1,7 +1,9 @@
 """The history of a fault scenario: one JSONL file per process, one event per line.
 
 Every process (producer, consumer, the test itself, the final drain) appends its own events with one
-``write()`` on an ``O_APPEND`` descriptor, so a SIGKILL never leaves half a line behind another one.
+``write()`` on an ``O_APPEND`` descriptor, so a SIGKILL never leaves half a line behind another one. It may
+cut the process's own last line short, though: a write of more than a page stops between pages when a
+fatal signal arrives. Readers take complete lines only (see :func:`events`).
 Times are ``time.monotonic()``, which is one clock for every process on the machine.
 
 Events (``ev``), besides ``proc`` and ``t``:
@@ -63,9 +65,15 @@ class Recorder:
         os.close(self._fd)
 
 
+def events(path: Path) -> list[dict[str, Any]]:
+    """The events of one process's file, complete lines only: a running process may be halfway through its
+    last line, and a killed one may have been cut short in it (a process killed while it wrote an event
+    counts as killed before it)."""
+    complete = path.read_text().rpartition('\n')[0]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
 def read(directory: Path) -> Iterator[dict[str, Any]]:
     """Every event of every process, file by file, in the order each process wrote them."""
     for path in sorted(directory.glob('*.jsonl')):
-        for line in path.read_text().splitlines():
-            if line.strip():
-                yield json.loads(line)
+        yield from events(path)

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _fault_check import Counts, check, drain
 from _fault_history import Recorder
+from _fault_history import events as history_events
 from _fault_proxy import FaultProxy
 from _fault_queues import Target
 from _fault_server import FaultServer
@@ -122,11 +123,7 @@ class Procs:
 
     def events(self, proc: str) -> list[dict[str, Any]]:
         path = self.history / f'{proc}.jsonl'
-        if not path.exists():
-            return []
-        # A running process may be halfway through its last line: read complete lines only.
-        complete = path.read_text().rpartition('\n')[0]
-        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+        return history_events(path) if path.exists() else []
 
     def log(self, proc: str) -> str:
         path = self._logs / f'{proc}.log'

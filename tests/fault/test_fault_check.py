@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from _fault_check import LOSSY_WINDOW, Counts, Delivery, _check_key
+from _fault_history import Recorder, read
 
 CRASH = 100.0
 LEASE = 30.0
@@ -42,3 +45,13 @@ def test_a_redelivery_after_a_commit_with_no_crash_is_unexplained():
     again = Delivery('c1', 'k', 'id', 2, 240.0, 240.1, True, 'ok', 241.0)
     counts = _counts(first, again)
     assert (counts.double_commits, counts.unexplained, counts.causes['crash']) == (1, 1, 0)
+
+
+def test_a_history_line_cut_short_by_a_kill_is_not_read(tmp_path: Path) -> None:
+    # A SIGKILL stops a write of more than a page between pages: the killed process's last line ends early.
+    record = Recorder(tmp_path, 'c0')
+    record('claim', msgs=[['k', 'id', 1, True]])
+    record.close()
+    with (tmp_path / 'c0.jsonl').open('a') as f:
+        f.write('{"ev":"commit')
+    assert [ev['ev'] for ev in read(tmp_path)] == ['claim']
