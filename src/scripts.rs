@@ -85,8 +85,16 @@ pub fn all() -> &'static [Script] {
 
 /// `EVALSHA <sha> <nkeys>`; the caller appends keys then arguments.
 pub fn evalsha(id: Id, nkeys: usize) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&id.script().sha).arg(nkeys);
+    evalsha_sized(id, nkeys, 0, 0)
+}
+
+/// [`evalsha`] with room for `args` more arguments of `bytes` bytes in all, so a call of many keys does not
+/// grow its buffers argument by argument.
+pub fn evalsha_sized(id: Id, nkeys: usize, args: usize, bytes: usize) -> Cmd {
+    let sha = &id.script().sha;
+    // "EVALSHA", the SHA and nkeys (at most 20 digits).
+    let mut cmd = Cmd::with_capacity(3 + args, "EVALSHA".len() + sha.len() + 20 + bytes);
+    cmd.arg("EVALSHA").arg(sha).arg(nkeys);
     cmd
 }
 

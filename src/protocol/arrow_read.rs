@@ -144,9 +144,9 @@ pub async fn fetch(
         for id in round {
             let mut c = Cmd::new();
             if fields.is_empty() {
-                c.arg("EXISTS").arg(topic.message(id));
+                c.arg("EXISTS").arg(topic.message_arg(id));
             } else {
-                c.arg("HMGET").arg(topic.message(id)).arg(fields);
+                c.arg("HMGET").arg(topic.message_arg(id)).arg(fields);
             }
             pipe.add_command(c);
         }
@@ -191,7 +191,7 @@ pub async fn fetch(
             let mut pipe = Pipeline::with_capacity(unsure.len());
             for &i in &unsure {
                 let mut c = Cmd::new();
-                c.arg("EXISTS").arg(topic.message(&round[i]));
+                c.arg("EXISTS").arg(topic.message_arg(&round[i]));
                 pipe.add_command(c);
             }
             for (&i, exists) in unsure.iter().zip(read_pipe(pool, &pipe).await?) {

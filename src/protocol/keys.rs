@@ -140,6 +140,15 @@ impl TopicKeys {
         key
     }
 
+    /// The message key of `id` as a command argument, written straight into the command (a call of 1000
+    /// messages then makes no 1000 key strings of its own).
+    pub fn message_arg<'a>(&'a self, id: &'a str) -> MessageKey<'a> {
+        MessageKey {
+            prefix: &self.message_prefix,
+            id,
+        }
+    }
+
     /// The list key of `queue` (validated by the caller).
     pub fn list(&self, queue: TopicList) -> &str {
         match queue {
@@ -302,6 +311,32 @@ impl StreamKeys {
     }
 }
 
+/// A message key as one command argument: its topic's prefix and the id (see [`TopicKeys::message_arg`]).
+pub struct MessageKey<'a> {
+    prefix: &'a str,
+    id: &'a str,
+}
+
+impl MessageKey<'_> {
+    /// Its length in bytes, to size a command.
+    pub fn byte_len(&self) -> usize {
+        self.prefix.len() + self.id.len()
+    }
+}
+
+impl redis::ToRedisArgs for MessageKey<'_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + redis::RedisWrite,
+    {
+        use std::io::Write;
+        let mut arg = out.writer_for_next_arg();
+        // Writing to a command's (or a Vec's) buffer cannot fail.
+        let _ = arg.write_all(self.prefix.as_bytes());
+        let _ = arg.write_all(self.id.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +359,9 @@ mod tests {
         assert_eq!(k.eight()[5..], k.claim_keys());
         assert_eq!(k.message("ab12"), "rfq:jobs:message:ab12");
         assert_eq!(k.message("ab12"), rfq_message("jobs", "ab12"));
+        let arg = redis::ToRedisArgs::to_redis_args(&k.message_arg("ab12"));
+        assert_eq!(arg, vec![b"rfq:jobs:message:ab12".to_vec()]);
+        assert_eq!(k.message_arg("ab12").byte_len(), "rfq:jobs:message:ab12".len());
         assert_eq!(
             k.topic_keys(),
             [

@@ -349,8 +349,9 @@ async fn with_bodies(
     let cmds: Vec<Cmd> = held
         .iter()
         .map(|(ti, id, _)| {
-            let mut cmd = redis::cmd("HGETALL");
-            cmd.arg(topics[*ti].message(id));
+            let key = topics[*ti].message_arg(id);
+            let mut cmd = Cmd::with_capacity(2, "HGETALL".len() + key.byte_len());
+            cmd.arg("HGETALL").arg(key);
             cmd
         })
         .collect();
@@ -600,13 +601,15 @@ async fn fenced(
 pub async fn commit(pool: &Pool, items: &[Held]) -> Result<Vec<String>> {
     // Fenced and idempotent: repeating after a drop is safe.
     fenced(pool, items, Id::Commit, false, true, true, |t, chunk| {
-        let mut cmd = scripts::evalsha(Id::Commit, 6 + chunk.len());
+        // Room for the keys and the message keys; the fence groups (usually one) may grow it.
+        let message_bytes: usize = chunk.iter().map(|h| t.message_arg(&h.id).byte_len()).sum();
+        let mut cmd = scripts::evalsha_sized(Id::Commit, 6 + chunk.len(), 6 + chunk.len() + 3, 512 + message_bytes);
         cmd.arg(&t.nextlog)
             .arg(&t.leases)
             .arg(&t.deliveries)
             .arg(&t.claim_keys()[..]);
         for h in chunk {
-            cmd.arg(t.message(&h.id));
+            cmd.arg(t.message_arg(&h.id));
         }
         // The ids are the rest of their message keys: not sent twice.
         cmd.arg(t.message_prefix.len());
@@ -655,7 +658,7 @@ pub async fn dead_letter(pool: &Pool, items: &[Held], dead: &TopicKeys, error: &
             .arg(&dead.deliveries)
             .arg(&t.claim_keys()[..]);
         for h in chunk {
-            cmd.arg(t.message(&h.id)).arg(dead.message(&h.id));
+            cmd.arg(t.message_arg(&h.id)).arg(dead.message_arg(&h.id));
         }
         cmd.arg(error);
         push_groups(&mut cmd, chunk, true);
