@@ -37,7 +37,7 @@ from ferroq._ferroq import (
     Topic,
     __version__,
 )
-from ferroq.batches import AsyncBatches, Batches
+from ferroq.batches import AsyncBatches, AsyncRsmqBatches, Batches, RsmqBatches
 from ferroq.exceptions import (
     BatchError,
     CommandTimeout,
@@ -76,6 +76,7 @@ __all__ = [
     'AsyncBatches',
     'AsyncClient',
     'AsyncConsumerGroup',
+    'AsyncRsmqBatches',
     'AsyncRsmqQueue',
     'AsyncStream',
     'AsyncTopic',
@@ -103,6 +104,7 @@ __all__ = [
     'QueueExists',
     'QueueNotFound',
     'RsmqAttributes',
+    'RsmqBatches',
     'RsmqMessage',
     'RsmqQueue',
     'ServerError',

@@ -12,7 +12,7 @@ from typing import Literal, final
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]  # stubtest runs without the overrides
 
-from ferroq.batches import AsyncBatches, Batches
+from ferroq.batches import AsyncBatches, AsyncRsmqBatches, Batches, RsmqBatches
 from ferroq.types import (
     GroupInfo,
     InspectEntry,
@@ -511,6 +511,9 @@ class RsmqQueue:
         """
     def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
         """Receive up to ``count`` messages, oldest first (see :meth:`receive`)."""
+    def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> RsmqBatches:
+        """A receive+delete loop's batches, the next received while the current one is handled (see
+        ferroq.typing.RsmqQueueProtocol.batches)."""
     def pop(self) -> RsmqMessage | None:
         """Receive and delete the oldest visible message (RSMQ popMessage)."""
     def pop_batch(self, count: int) -> list[RsmqMessage]:
@@ -567,6 +570,7 @@ class AsyncRsmqQueue:
     async def receive_batch(
         self, count: int, vt: float | None = None, block: float | None = None
     ) -> list[RsmqMessage]: ...
+    def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> AsyncRsmqBatches: ...
     async def pop(self) -> RsmqMessage | None: ...
     async def pop_batch(self, count: int) -> list[RsmqMessage]: ...
     async def delete(self, id: str) -> bool: ...

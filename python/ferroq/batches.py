@@ -38,39 +38,61 @@ if TYPE_CHECKING:
 
     from ferroq.types import Message
 
-__all__ = ['AsyncBatches', 'Batches']
+__all__ = ['AsyncBatches', 'AsyncRsmqBatches', 'Batches', 'RsmqBatches']
 
 #: Messages per batch when ``count`` is not given.
 DEFAULT_COUNT = 100
 
 
+def _claim_arguments(
+    count: int = DEFAULT_COUNT, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
+) -> dict[str, Any]:
+    """``Topic.claim``'s arguments, checked."""
+    # Imported here: ferroq.pure's clients import this module.
+    from ferroq.pure._validation import check_block, check_count, check_lease, check_owner
+
+    check_count(count), check_block(block), check_lease(lease), check_owner(owner)
+    return {'count': count, 'block': block, 'lease': lease, 'owner': owner}
+
+
+def _receive_arguments(
+    count: int = DEFAULT_COUNT, *, vt: float | None = None, block: float | None = None
+) -> dict[str, Any]:
+    """``RsmqQueue.receive_batch``'s arguments, checked."""
+    from ferroq.pure._rsmq import check_call_vt
+    from ferroq.pure._validation import check_block, check_count
+
+    check_count(count)
+    check_call_vt(vt)
+    check_block(block)
+    return {'count': count, 'vt': vt, 'block': block}
+
+
 class _Iteration:
     """What both forms keep: the arguments of every claim (checked before anything is claimed), the claim ahead,
-    and a lock that gives one caller at a time the claim ahead to take and the next one to send."""
+    and a lock that gives one caller at a time the claim ahead to take and the next one to send.
+
+    A topic's batches are its claims (given back by ``release``); the RSMQ forms below receive instead.
+    """
 
     _ahead: Any
 
-    def __init__(
-        self,
-        topic: Any,
-        count: int = DEFAULT_COUNT,
-        *,
-        block: float | None = None,
-        lease: float = 30.0,
-        owner: str | None = None,
-    ) -> None:
-        # Imported here: ferroq.pure's clients import this module.
-        from ferroq.pure._validation import check_block, check_count, check_lease, check_owner
-
-        check_count(count), check_block(block), check_lease(lease), check_owner(owner)
-        self._topic = topic
-        self._kwargs: dict[str, Any] = {'count': count, 'block': block, 'lease': lease, 'owner': owner}
+    def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
+        self._topic = source
+        self._kwargs: dict[str, Any] = self._arguments(*args, **kwargs)
         self._closed = False
         self._ahead = None
+
+    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _claim_arguments(*args, **kwargs)
 
     def _claim(self) -> Any:
         """One claim of the iteration: its batch (sync) or an awaitable of it (asyncio)."""
         return self._topic.claim(**self._kwargs)
+
+    def _give_back(self, batch: list[Any]) -> Any:
+        """Give a batch claimed ahead back (sync: done; asyncio: an awaitable)."""
+        return self._topic.release(batch)
 
     def __repr__(self) -> str:
         args = ', '.join(f'{k}={v!r}' for k, v in self._kwargs.items())
@@ -132,7 +154,7 @@ class Batches(_Iteration):
         if self._native is not None:
             batch = self._native.close()  # the claim in flight's messages; none if it failed
             if batch:
-                self._topic.release(batch)
+                self._give_back(batch)
             return
         ahead, self._ahead = self._ahead, None
         try:
@@ -141,7 +163,7 @@ class Batches(_Iteration):
                 with contextlib.suppress(FerroqError):
                     batch = ahead.result()
                     if batch:
-                        self._topic.release(batch)
+                        self._give_back(batch)
         finally:
             if self._thread is not None:
                 self._thread.shutdown(wait=False)
@@ -193,7 +215,7 @@ class AsyncBatches(_Iteration):
             with contextlib.suppress(FerroqError):
                 batch = await ahead
                 if batch:
-                    await self._topic.release(batch)
+                    await self._give_back(batch)
 
     async def __aenter__(self) -> Self:
         return self
@@ -202,3 +224,37 @@ class AsyncBatches(_Iteration):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+class RsmqBatches(Batches):
+    """Batches of an RSMQ queue's messages, each a ``receive_batch(count, vt, block)``, received one ahead (in a
+    thread of the iterator's own, as for a pure client's topic); a context manager.
+
+    The batch received ahead is hidden for ``vt`` from the moment it is received. ``close()`` (or leaving the
+    ``with`` block) makes it visible again at once (``change_visibility(id, 0)`` per message, a call each);
+    its messages keep the receive counted (RSMQ counts every receive). An iterator dropped without closing
+    leaves them hidden until their ``vt`` ends.
+    """
+
+    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _receive_arguments(*args, **kwargs)
+
+    def _claim(self) -> Any:
+        return self._topic.receive_batch(**self._kwargs)
+
+    def _give_back(self, batch: list[Any]) -> None:
+        for msg in batch:
+            self._topic.change_visibility(msg.id, 0)
+
+
+class AsyncRsmqBatches(AsyncBatches):
+    """The asyncio form of :class:`RsmqBatches`: the receive ahead is a task."""
+
+    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _receive_arguments(*args, **kwargs)
+
+    def _claim(self) -> Any:
+        return self._topic.receive_batch(**self._kwargs)
+
+    async def _give_back(self, batch: list[Any]) -> None:
+        await asyncio.gather(*(self._topic.change_visibility(msg.id, 0) for msg in batch))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from typing_extensions import Self  # typing.Self from Python 3.11
 
-    from ferroq.batches import AsyncBatches, Batches
+    from ferroq.batches import AsyncBatches, AsyncRsmqBatches, Batches, RsmqBatches
 
 __all__ = [
     'AnyClient',
@@ -503,6 +503,16 @@ class RsmqQueueProtocol(Protocol):
     def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
         """Receive up to ``count`` messages, oldest first (see :meth:`receive`)."""
 
+    def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> RsmqBatches:
+        """A receive+delete loop's batches, the next received while the current one is handled (see
+        ferroq.batches).
+
+        Each batch is ``receive_batch(count, vt, block)``; the iteration ends at the first receive that finds
+        nothing. The caller deletes each batch. The batch received ahead is hidden for ``vt`` from its receive
+        on; ``close()`` or leaving the ``with`` block makes it visible again at once. Arguments are checked
+        here, before anything is received.
+        """
+
     def pop(self) -> RsmqMessage | None:
         """Receive and delete the oldest visible message (RSMQ popMessage)."""
 
@@ -576,6 +586,8 @@ class AsyncRsmqQueueProtocol(Protocol):
     async def receive_batch(
         self, count: int, vt: float | None = None, block: float | None = None
     ) -> list[RsmqMessage]: ...
+
+    def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> AsyncRsmqBatches: ...
 
     async def pop(self) -> RsmqMessage | None: ...
 

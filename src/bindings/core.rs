@@ -285,3 +285,15 @@ impl Drop for Core {
         }
     }
 }
+
+/// `class(slf, *args, **kwargs)`: the `batches()` of a topic or queue, an iterator class of `ferroq.batches`
+/// (written once in Python for every client).
+pub fn batches_of<'py>(
+    slf: &Bound<'py, PyAny>,
+    class: &Bound<'py, pyo3::types::PyType>,
+    args: &Bound<'py, pyo3::types::PyTuple>,
+    kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let all: Vec<Bound<'py, PyAny>> = std::iter::once(slf.clone()).chain(args.iter()).collect();
+    class.call(pyo3::types::PyTuple::new(slf.py(), all)?, kwargs)
+}

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::bindings::arrow;
 use crate::bindings::asyncio::run_async;
@@ -257,8 +259,11 @@ pub fn queues_op(core: &Core, ns: &Arg<'_>) -> Result<Op> {
 }
 
 /// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result.
+/// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result;
+/// `$batches` is the class of `ferroq.batches` that `batches()` returns (the receive ahead runs in a thread
+/// or a task, around its `receive_batch`).
 macro_rules! rsmq_methods {
-    ($class:ident, $label:literal, $run:path) => {
+    ($class:ident, $label:literal, $batches:literal, $run:path) => {
         py_methods! {
             $class, $run, inner,
             {
@@ -279,6 +284,17 @@ macro_rules! rsmq_methods {
 
                 fn __repr__(&self) -> String {
                     self.inner.repr($label)
+                }
+
+                #[pyo3(signature = (*args, **kwargs), text_signature = "(self, /, count=100, *, vt=None, block=None)")]
+                fn batches<'py>(
+                    slf: &Bound<'py, Self>,
+                    args: &Bound<'py, PyTuple>,
+                    kwargs: Option<&Bound<'py, PyDict>>,
+                ) -> PyResult<Bound<'py, PyAny>> {
+                    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+                    let class = CLASS.import(slf.py(), "ferroq.batches", $batches)?;
+                    crate::bindings::core::batches_of(slf.as_any(), class, args, kwargs)
                 }
             }
 
@@ -360,5 +376,5 @@ pub struct AsyncRsmqQueue {
     pub inner: RsmqCore,
 }
 
-rsmq_methods!(RsmqQueue, "RsmqQueue", sync_call);
-rsmq_methods!(AsyncRsmqQueue, "AsyncRsmqQueue", run_async);
+rsmq_methods!(RsmqQueue, "RsmqQueue", "RsmqBatches", sync_call);
+rsmq_methods!(AsyncRsmqQueue, "AsyncRsmqQueue", "AsyncRsmqBatches", run_async);

@@ -440,11 +440,8 @@ macro_rules! topic_methods {
                     kwargs: Option<&Bound<'py, PyDict>>,
                 ) -> PyResult<Bound<'py, PyAny>> {
                     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-                    let py = slf.py();
-                    let class = CLASS.import(py, "ferroq.batches", $batches)?;
-                    let all: Vec<Bound<'py, PyAny>> = std::iter::once(slf.as_any().clone()).chain(args.iter()).collect();
-                    let all = PyTuple::new(py, all)?;
-                    class.call(all, kwargs)
+                    let class = CLASS.import(slf.py(), "ferroq.batches", $batches)?;
+                    crate::bindings::core::batches_of(slf.as_any(), class, args, kwargs)
                 }
 
                 #[pyo3(signature = (ids, fields, *, held=Arg::missing()), text_signature = "(self, /, ids, fields, *, held=False)")]

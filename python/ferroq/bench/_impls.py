@@ -37,7 +37,7 @@ from ferroq.bench._wire import (
 )
 
 if TYPE_CHECKING:
-    from ferroq.batches import AsyncBatches, Batches
+    from ferroq.batches import AsyncBatches, AsyncRsmqBatches, Batches, RsmqBatches
     from ferroq.typing import AsyncClientProtocol, ClientProtocol
 
 __all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
@@ -53,7 +53,13 @@ CLAIM_COMMIT = register_operation(
 ).name
 RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ sendMessage / send_batch')).name
 RSMQ_RECV_DELETE = register_operation(
-    Operation('rsmq receive+delete', 'rsmq', 'rsmq receive+delete', 'RSMQ receiveMessage + deleteMessage (batched)')
+    Operation(
+        'rsmq receive+delete',
+        'rsmq',
+        'rsmq receive+delete',
+        'RSMQ receiveMessage + deleteMessage (batched; ferroq clients: RsmqQueue.batches(count=batch), the next '
+        'receive in flight)',
+    )
 ).name
 STREAM_PUBLISH = register_operation(
     Operation('stream publish', 'stream', 'stream publish', 'Stream publish / publish_batch (XADD per message)')
@@ -243,6 +249,7 @@ class _RsmqSession:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.queue = client.rsmq(ctx.name)
         self.msgs = [payload(ctx.cfg.size)] * ctx.batch
+        self.batches: RsmqBatches | None = None  # receive+delete's loop (batches > 1), made by setup
 
     def setup(self, n: int) -> None:
         if self.op == RSMQ_RECV_DELETE:
@@ -256,6 +263,10 @@ class _RsmqSession:
         received = self.queue.receive()
         if received is not None:  # it is: the send above made it visible
             self.queue.delete(received.id)
+        if self.op == RSMQ_RECV_DELETE and self.ctx.batch > 1:
+            # The loop a user writes: each batch deleted while the next one is received. The queue holds
+            # exactly n messages, so the batches end with it.
+            self.batches = self.queue.batches(self.ctx.batch)
 
     def step(self, k: int) -> int:
         if self.op == RSMQ_SEND:
@@ -266,10 +277,14 @@ class _RsmqSession:
         if self.ctx.batch == 1:
             msg = self.queue.receive()
             return 0 if msg is None else int(self.queue.delete(msg.id))
-        return len(self.queue.delete_batch([m.id for m in self.queue.receive_batch(k)]))
+        assert self.batches is not None
+        batch = next(self.batches, None)
+        return 0 if batch is None else len(self.queue.delete_batch([m.id for m in batch]))
 
     def close(self) -> None:
         try:
+            if self.batches is not None:
+                self.batches.close()
             self.client.close()
         finally:
             cleanup(self.ctx, 'rsmq')
@@ -282,6 +297,7 @@ class _AsyncRsmqSession:
         self.ctx, self.client, self.op = ctx, client, ctx.op
         self.queue = client.rsmq(ctx.name)
         self.msgs = [payload(ctx.cfg.size)] * ctx.batch
+        self.batches: AsyncRsmqBatches | None = None  # receive+delete's loop (batches > 1), made by setup
 
     async def setup(self, n: int) -> None:
         if self.op == RSMQ_RECV_DELETE:
@@ -294,6 +310,8 @@ class _AsyncRsmqSession:
         received = await self.queue.receive()
         if received is not None:  # it is: the send above made it visible
             await self.queue.delete(received.id)
+        if self.op == RSMQ_RECV_DELETE and self.ctx.batch > 1:
+            self.batches = self.queue.batches(self.ctx.batch)
 
     async def step(self, k: int) -> int:
         if self.op == RSMQ_SEND:
@@ -304,10 +322,17 @@ class _AsyncRsmqSession:
         if self.ctx.batch == 1:
             msg = await self.queue.receive()
             return 0 if msg is None else int(await self.queue.delete(msg.id))
-        return len(await self.queue.delete_batch([m.id for m in await self.queue.receive_batch(k)]))
+        assert self.batches is not None
+        try:
+            batch = await self.batches.__anext__()  # anext() is Python 3.10+
+        except StopAsyncIteration:
+            return 0
+        return len(await self.queue.delete_batch([m.id for m in batch]))
 
     async def close(self) -> None:
         try:
+            if self.batches is not None:
+                await self.batches.close()
             await self.client.close()
         finally:
             cleanup(self.ctx, 'rsmq')

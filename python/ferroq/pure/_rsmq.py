@@ -131,6 +131,11 @@ def _optional_ms(value: object, name: str) -> str:
     return '' if value is None else _call_ms(value, name)
 
 
+def check_call_vt(vt: object) -> None:
+    """A receive's ``vt``, checked as ``receive`` checks it: None (the queue's) or seconds."""
+    _optional_ms(vt, 'vt')
+
+
 _PAIRING = (
     'max_receives and dead_letter go together: give both, or max_receives=0 alone to remove the dead-letter queue'
 )

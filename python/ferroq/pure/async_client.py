@@ -19,7 +19,7 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from ferroq.batches import DEFAULT_COUNT, AsyncBatches
+from ferroq.batches import DEFAULT_COUNT, AsyncBatches, AsyncRsmqBatches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _send, _server, _settings
 from ferroq.pure._handles import AsyncMode, ClientState, GroupState, RsmqState, StreamState, TopicState
@@ -56,6 +56,11 @@ class AsyncRsmqQueue(RsmqState, AsyncMode):
     """An RSMQ queue on an :class:`AsyncClient`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
 
     __slots__ = ()
+
+    def batches(
+        self, count: int = DEFAULT_COUNT, *, vt: float | None = None, block: float | None = None
+    ) -> AsyncRsmqBatches:
+        return AsyncRsmqBatches(self, count, vt=vt, block=block)
 
 
 @final

@@ -28,7 +28,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ferroq.batches import DEFAULT_COUNT, Batches
+from ferroq.batches import DEFAULT_COUNT, Batches, RsmqBatches
 from ferroq.exceptions import ConnectionFailed, FerroqError, UnsupportedServer
 from ferroq.pure import _requests, _send, _server, _settings
 from ferroq.pure._handles import ClientState, GroupState, RsmqState, StreamState, SyncMode, TopicState
@@ -65,6 +65,11 @@ class RsmqQueue(RsmqState, SyncMode):
     """An RSMQ queue on a :class:`Client`: the keys, units, ids and scripts of smrchy/rsmq 0.12."""
 
     __slots__ = ()
+
+    def batches(
+        self, count: int = DEFAULT_COUNT, *, vt: float | None = None, block: float | None = None
+    ) -> RsmqBatches:
+        return RsmqBatches(self, count, vt=vt, block=block)
 
 
 @final
