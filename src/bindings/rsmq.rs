@@ -258,7 +258,6 @@ pub fn queues_op(core: &Core, ns: &Arg<'_>) -> Result<Op> {
     Ok(op(async move { rsmq::queues(&pool, &ns).await }, to_py))
 }
 
-/// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result.
 /// The methods of `RsmqQueue` / `AsyncRsmqQueue`: `$run` turns an operation into the Python result;
 /// `$batches` is the class of `ferroq.batches` that `batches()` returns (the receive ahead runs in a thread
 /// or a task, around its `receive_batch`).
