@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod errors;
+pub mod fork;
 pub mod limits;
 pub mod pool;
 pub mod protocol;
@@ -114,6 +115,7 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rfq_published_key, m)?)?;
     m.add_function(wrap_pyfunction!(rsmq_published_key, m)?)?;
     m.add_function(wrap_pyfunction!(dedup_token, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::bench::bench_round_trips, m)?)?;
     m.add_class::<bindings::client::Client>()?;
     m.add_class::<bindings::topic::Topic>()?;
     m.add_class::<bindings::topic::ClaimAhead>()?;

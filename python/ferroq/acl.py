@@ -66,7 +66,7 @@ _STREAM_CONSUME = ('streams/ack-1', 'streams/autoclaim-2', 'streams/dead_letter-
 #: The roles, by protocol. A consumer's dead-letter target must lie under the same prefix.
 RULES: dict[Protocol, dict[RoleName, Role]] = {
     'rfq': {
-        'producer': Role('publish (every form)', ('rfq/publish-2n',), _RFQ_PUBLISH),
+        'producer': Role('publish (every form)', ('rfq/publish-2n', 'rfq/publish_one-3'), _RFQ_PUBLISH),
         'consumer': Role(
             'claim (blocking too), commit, extend, release, dead_letter, resume, harvest, stats, peek; a Worker',
             _RFQ_CONSUME,
@@ -74,7 +74,7 @@ RULES: dict[Protocol, dict[RoleName, Role]] = {
         ),
         'admin': Role(
             'everything: also publish, purge, harvest(all=True), inspect, topics',
-            (*_RFQ_CONSUME, 'rfq/publish-2n', 'rfq/purge-6', 'rfq/harvest_all-7', 'rfq/inspect-5'),
+            (*_RFQ_CONSUME, 'rfq/publish-2n', 'rfq/publish_one-3', 'rfq/purge-6', 'rfq/harvest_all-7', 'rfq/inspect-5'),
             ('blmove', 'hgetall', 'scan', *_RFQ_PUBLISH),
         ),
     },

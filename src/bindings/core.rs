@@ -215,7 +215,7 @@ impl Core {
         let pool = Arc::new(Pool::new(opts.clone())?);
         Ok(Self {
             opts,
-            pool: Mutex::new(Some((std::process::id(), pool))),
+            pool: Mutex::new(Some((crate::fork::pid(), pool))),
             closed: AtomicBool::new(false),
         })
     }
@@ -225,7 +225,7 @@ impl Core {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::closed());
         }
-        let pid = std::process::id();
+        let pid = crate::fork::pid();
         let mut guard = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         match guard.take() {
             Some((owner, pool)) if owner == pid => {
@@ -250,7 +250,7 @@ impl Core {
         self.closed.store(true, Ordering::Release);
         let taken = self.pool.lock().unwrap_or_else(|e| e.into_inner()).take();
         match taken {
-            Some((owner, pool)) if owner == std::process::id() => Some(pool),
+            Some((owner, pool)) if owner == crate::fork::pid() => Some(pool),
             Some(inherited) => {
                 std::mem::forget(inherited);
                 None
@@ -279,7 +279,7 @@ impl Drop for Core {
     fn drop(&mut self) {
         // A pool inherited through fork must not be dropped in the child (see `Core::pool`).
         if let Some((owner, pool)) = self.pool.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            if owner != std::process::id() {
+            if owner != crate::fork::pid() {
                 std::mem::forget(pool);
             }
         }

@@ -11,6 +11,7 @@ mod methods;
 pub mod arrow;
 pub mod arrow_read;
 pub mod asyncio;
+pub mod bench;
 pub mod client;
 pub mod convert;
 pub mod core;

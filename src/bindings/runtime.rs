@@ -30,7 +30,7 @@ impl PerProcess {
     }
 
     fn get(&self, build: fn() -> std::io::Result<Runtime>) -> &'static Runtime {
-        let pid = std::process::id();
+        let pid = crate::fork::pid();
         let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((owner, rt)) = *guard {
             if owner == pid {

@@ -566,7 +566,7 @@ impl ClaimAhead {
     /// The claim in flight's messages, waiting for it (sending one first if none is); a signal leaves it
     /// in flight, for the next call.
     fn take(&self, py: Python<'_>, send: bool) -> PyResult<Option<Result<Vec<rfq::Claimed>>>> {
-        if std::process::id() != self.pid {
+        if crate::fork::pid() != self.pid {
             return Err(
                 Error::invalid("a batches iterator cannot be used in a forked child: make a new one there").into(),
             );
@@ -600,7 +600,7 @@ impl ClaimAhead {
             topic,
             args,
             ahead: std::sync::Mutex::new(None),
-            pid: std::process::id(),
+            pid: crate::fork::pid(),
         })
     }
 

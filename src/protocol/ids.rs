@@ -1,13 +1,15 @@
 //! rfq message ids: a uuid1 in 32 lowercase hex, with a random multicast node (as rfq 1.2+ makes them).
 //!
-//! The timestamp (100 ns ticks since 1582-10-15) is strictly increasing within the process, and every
-//! batch draws its randomness from the OS, so a forked child never repeats its parent's ids.
+//! The timestamp (100 ns ticks since 1582-10-15) is strictly increasing within the process, and the random
+//! parts come from a generator seeded from the OS per thread and again in a forked child
+//! ([`crate::fork::with_rng`]), so a forked child never repeats its parent's ids.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
+
+use crate::fork::with_rng;
 
 /// 100 ns ticks between 1582-10-15 (the uuid epoch) and 1970-01-01.
 pub const UUID_EPOCH_OFFSET: u64 = 0x01B2_1DD2_1381_4000;
@@ -50,13 +52,14 @@ pub fn new_ids(n: usize) -> Vec<String> {
         return Vec::new();
     }
     let start = reserve_ticks(n as u64);
-    let mut rng = SmallRng::from_os_rng();
-    (0..n as u64)
-        .map(|i| {
-            let node = rng.random::<u64>() & 0xFFFF_FFFF_FFFF | (1 << 40);
-            format_uuid1(start + i, rng.random::<u16>(), node)
-        })
-        .collect()
+    with_rng(|rng| {
+        (0..n as u64)
+            .map(|i| {
+                let node = rng.random::<u64>() & 0xFFFF_FFFF_FFFF | (1 << 40);
+                format_uuid1(start + i, rng.random::<u16>(), node)
+            })
+            .collect()
+    })
 }
 
 pub fn new_id() -> String {
@@ -111,14 +114,15 @@ pub fn push_rsmq_random(rng: &mut impl Rng, out: &mut String) {
 
 /// `n` random parts, for the messages of one send.
 pub fn rsmq_randoms(n: usize) -> Vec<String> {
-    let mut rng = SmallRng::from_os_rng();
-    (0..n)
-        .map(|_| {
-            let mut s = String::with_capacity(RSMQ_RANDOM_CHARS);
-            push_rsmq_random(&mut rng, &mut s);
-            s
-        })
-        .collect()
+    with_rng(|rng| {
+        (0..n)
+            .map(|_| {
+                let mut s = String::with_capacity(RSMQ_RANDOM_CHARS);
+                push_rsmq_random(rng, &mut s);
+                s
+            })
+            .collect()
+    })
 }
 
 /// `sent` of an RSMQ message, epoch ms: its first 10 characters read as base36 microseconds, / 1000
@@ -136,27 +140,29 @@ pub fn rsmq_sent_ms(id: &str) -> f64 {
 
 /// `n` publish tokens: random uuid4s in 32 lowercase hex (Python's `uuid.uuid4().hex`).
 pub fn new_tokens(n: usize) -> Vec<String> {
-    let mut rng = SmallRng::from_os_rng();
-    (0..n)
-        .map(|_| {
-            let mut b = rng.random::<[u8; 16]>();
-            b[6] = (b[6] & 0x0f) | 0x40;
-            b[8] = (b[8] & 0x3f) | 0x80;
-            b.iter().map(|x| format!("{x:02x}")).collect()
-        })
-        .collect()
+    with_rng(|rng| {
+        (0..n)
+            .map(|_| {
+                let mut b = rng.random::<[u8; 16]>();
+                b[6] = (b[6] & 0x0f) | 0x40;
+                b[8] = (b[8] & 0x3f) | 0x80;
+                b.iter().map(|x| format!("{x:02x}")).collect()
+            })
+            .collect()
+    })
 }
 
 /// A claim's token: a letter (so a script never reads it as a delivery count) and 15 random base-36 digits.
 pub fn claim_token() -> String {
     const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut rng = SmallRng::from_os_rng();
-    let mut out = String::with_capacity(16);
-    out.push(DIGITS[rng.random_range(10..36)] as char);
-    for _ in 0..15 {
-        out.push(DIGITS[rng.random_range(0..36)] as char);
-    }
-    out
+    with_rng(|rng| {
+        let mut out = String::with_capacity(16);
+        out.push(DIGITS[rng.random_range(10..36)] as char);
+        for _ in 0..15 {
+            out.push(DIGITS[rng.random_range(0..36)] as char);
+        }
+        out
+    })
 }
 
 #[cfg(test)]

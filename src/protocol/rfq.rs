@@ -115,7 +115,7 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
     Ok(ids)
 }
 
-/// Publishes one message with one script call, publish-2n: one round trip, where the watched transaction
+/// Publishes one message with one script call, publish_one-3: one round trip, where the watched transaction
 /// takes three. The record (named after the message's id, which only this call knows) makes a repeat after
 /// a dropped connection write nothing. Once the first attempt's reply is read, no attempt of this call can
 /// reach Redis later, so the record may go: its `DEL` rides ahead of the client's next request
@@ -125,10 +125,11 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
 async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool) -> Result<String> {
     let id = ids::new_ids(1).pop().expect("one id");
     let record = topic.published(&id);
-    let mut cmd = scripts::evalsha(Id::Publish, 3);
+    let mut cmd = scripts::evalsha(Id::PublishOne, 3);
     cmd.arg(&topic.backlog).arg(&record).arg(topic.message(&id));
-    cmd.arg(if front { "1" } else { "0" }).arg(STREAM_PUBLISH_TOKEN_MS);
-    cmd.arg(&id).arg(fields.len());
+    cmd.arg(if front { "1" } else { "0" })
+        .arg(STREAM_PUBLISH_TOKEN_MS)
+        .arg(&id);
     for (k, v) in &fields {
         cmd.arg(k).arg(v);
     }
@@ -136,7 +137,7 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
     let (cmd, attempts_ref) = (&cmd, &attempts);
     pool.exclusive(true, |mut conn| async move {
         attempts_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        pool.eval(&mut conn, Id::Publish, cmd).await
+        pool.eval(&mut conn, Id::PublishOne, cmd).await
     })
     .await?;
     if attempts.into_inner() == 1 {

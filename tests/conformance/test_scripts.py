@@ -13,6 +13,7 @@ def test_only_the_protocol_scripts_are_loaded(client, r):
     assert r.info('memory')['number_of_cached_scripts'] == 0  # the fixture ran SCRIPT FLUSH
     t = client.topic('jobs')
     t.publish_batch([{'n': str(i)} for i in range(3)])
+    t.publish({'n': 'one'})  # a publish of one message: publish_one-3
     t.publish_arrow(pa.table({'id': ['given-id'], 'n': ['3']}), id_column='id')  # the one use of publish-2n
     got = t.claim(count=2, lease=0.05)
     client.claim(['jobs', 'other'])
@@ -30,7 +31,7 @@ def test_only_the_protocol_scripts_are_loaded(client, r):
     t.commit([msg])
     t.purge()
     rfq = {name: sha for name, sha in protocol.script_hashes().items() if name.startswith('rfq/')}
-    assert len(rfq) == 12
+    assert len(rfq) == 13
     assert r.script_exists(*rfq.values()) == [True] * len(rfq), dict(zip(rfq, r.script_exists(*rfq.values())))
     assert r.info('memory')['number_of_cached_scripts'] == len(rfq)
 

@@ -32,7 +32,7 @@ from ferroq.protocol import keys
 #: The MULTI that opens a chunk's transaction, as both clients send it.
 MULTI = b'*1\r\n$5\r\nMULTI\r\n'
 #: A call of the publish script (one message's publish), as both clients send it: EVALSHA with its hash.
-PUBLISH_SCRIPT = protocol.script_hashes()['rfq/publish-2n'].encode()
+PUBLISH_SCRIPT = protocol.script_hashes()['rfq/publish_one-3'].encode()
 #: EXEC's reply when a watched key changed: a nil array (RESP2, the pure clients) or a null (RESP3, native).
 ABORTED = (b'*-1\r\n', b'_\r\n')
 ROWS = 300
@@ -96,7 +96,7 @@ def test_a_late_transaction_after_a_retry_is_aborted(impl, call, server, r, prox
 
 @pytest.mark.parametrize('impl', KINDS)
 def test_a_late_single_publish_after_a_retry_writes_nothing(impl, server, r, proxy, loop_thread):
-    """One message is one publish-2n call: the first attempt reaches Redis only after the retry wrote the
+    """One message is one publish_one-3 call: the first attempt reaches Redis only after the retry wrote the
     message and a consumer claimed and committed it. The record the retry left finds it handled."""
     topic = 'late1'
     client = new_client(impl, loop_thread, proxy.url, command_timeout=5.0)

@@ -42,6 +42,7 @@ def test_native_and_python_load_the_same_scripts():
         'rfq/harvest_all-7',
         'rfq/inspect-5',
         'rfq/publish-2n',
+        'rfq/publish_one-3',
         'rfq/purge-6',
         'rfq/release-8',
         'rfq/resume-6',

@@ -74,6 +74,34 @@ def test_client_works_in_forked_child(kind, redis_url, r, tmp_path):
         c.close()
 
 
+@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
+def test_a_forked_child_never_draws_its_parents_ids(kind, redis_url, r, tmp_path):
+    """An id is random past its timestamp: a child that went on with its parent's random state would draw the
+    very numbers the parent draws next."""
+    c = SYNC_CLIENTS[kind](redis_url)
+    try:
+        t = c.topic('fork')
+        t.publish({'from': 'parent'})  # the parent has made ids (and seeded what makes them) before the fork
+        written = tmp_path / 'child-ids.txt'
+
+        def child() -> bool:
+            written.write_text(' '.join(t.publish_batch([{'from': 'child'}] * 20)))
+            return True
+
+        _run_in_forked_child(child, tmp_path)
+        parent = t.publish_batch([{'from': 'parent'}] * 20)
+        child_ids = written.read_text().split()
+        assert len(child_ids) == 20
+
+        def random_parts(ids: list[str]) -> set[str]:
+            return {i[16:] for i in ids}  # clock sequence and node
+
+        assert not random_parts(parent) & random_parts(child_ids)
+        assert r.llen('rfq:fork:backlog') == 41
+    finally:
+        c.close()
+
+
 def test_native_batches_refuse_a_forked_child_and_still_serve_the_parent(redis_url, r, tmp_path):
     """The claim ahead is a task of the parent's runtime: a child gets a clear error, the parent its batches."""
     c = ferroq.Client(redis_url)

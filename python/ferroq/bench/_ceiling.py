@@ -22,10 +22,32 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ferroq.bench._common import REDIS_ERRORS, Admin, BenchError, Config, Meter, Progress, payload
 from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
+from ferroq.protocol import keys, script_source
 
-__all__ = ['CEILINGS', 'Ceiling', 'measure_ceilings', 'measure_one_ceiling', 'resp', 'tool_target']
+__all__ = [
+    'CEILINGS',
+    'PUBLISH_ONE',
+    'PUBLISH_ONE_REDIS_RS',
+    'ROUND_TRIP',
+    'Ceiling',
+    'measure_ceilings',
+    'measure_one_ceiling',
+    'resp',
+    'tool_target',
+]
 
 ROUND_TRIP = 'round trip'
+#: One single-message publish per round trip at the server's floor: the script call a ``publish`` of one
+#: message sends (rfq/publish_one-3, a new id each call), sent once the previous reply was read. By
+#: redis-benchmark -P 1 -c 1 (a C client), and by redis-rs alone (``ferroq._ferroq.bench_round_trips``:
+#: the library under the native client, no Python in the loop): a single publish's rate against the
+#: latter is the native client's own overhead per call, the server's work being the same.
+PUBLISH_ONE = 'publish script per round trip'
+PUBLISH_ONE_REDIS_RS = 'publish script per round trip (redis-rs)'
+#: The placeholder that both tools replace with a new random number each call.
+RANDOM = '__rand_int__'
+#: redis-benchmark's ``-r``: the range of its random numbers (it must fit a C int).
+RANDOM_SPACE = 2_000_000_000
 #: The raw server ceiling of one write command with a deep pipeline (redis-benchmark -P 64 LPUSH).
 LPUSH_P64 = 'lpush -P 64'
 
@@ -272,6 +294,40 @@ def _round_trip(exe: str, url: str, n: int, timeout: float) -> dict[str, Any]:
     return {**_redis_benchmark(exe, url, args, timeout), 'messages': n}
 
 
+def _publish_one_command(admin: Admin, topic: str, body: str) -> list[str]:
+    """A single publish's script call on ``topic`` (the script loaded), :data:`RANDOM` for its id."""
+    sha = admin.r.script_load(script_source('rfq/publish_one-3'))
+    backlog, _, prefix = rfq_keys(topic)
+    record = keys.rfq_published(topic, RANDOM)
+    ttl = str(keys.STREAM_PUBLISH_TOKEN_MS)
+    return ['EVALSHA', sha, '3', backlog, record, prefix + RANDOM, '0', ttl, RANDOM, 'payload', body]
+
+
+def _publish_one_round_trips(cfg: Config, admin: Admin, key: str, topic: str, n: int) -> dict[str, Any]:
+    """:data:`PUBLISH_ONE` or :data:`PUBLISH_ONE_REDIS_RS`: ``n`` calls on ``topic``, swept after.
+
+    Every call writes a new record, message and id, as the client's new ids do. redis-benchmark draws each
+    placeholder apart (below :data:`RANDOM_SPACE`; a repeated record, about one run in ten, makes one call
+    write nothing: no visible change in the rate); redis-rs uses one number per call.
+    """
+    command = _publish_one_command(admin, topic, payload(cfg.size))
+    shown = ' '.join([*command[:-1], '<body>'])
+    try:
+        if key == PUBLISH_ONE:
+            exe = shutil.which('redis-benchmark')
+            if exe is None:
+                return {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+            args = ['-P', '1', '-c', '1', '-n', str(n), '-r', str(RANDOM_SPACE), '-q']
+            out = _redis_benchmark(exe, cfg.url, [*args, *command], cfg.time_limit + 60)
+            return {**out, 'command': f'redis-benchmark {" ".join(args)} {shown}', 'messages': n}
+        from ferroq._ferroq import bench_round_trips
+
+        seconds = bench_round_trips(cfg.url, command, n)
+        return {'command': f'redis-rs, one call per round trip: {shown}', 'msgs_per_s': n / seconds, 'messages': n}
+    finally:
+        admin.sweep(f'rfq:{topic}:*')
+
+
 def _lpush_pipelined(exe: str, url: str, key: str, n: int, timeout: float, admin: Admin) -> dict[str, Any]:
     """LPUSH of a 32-character id into a key of this run (never redis-benchmark's own ``mylist``)."""
     args = ['-P', '64', '-n', str(n), '-q', 'LPUSH', key, '0' * 32]
@@ -371,6 +427,17 @@ def _measure_round_trip(cfg: Config, progress: Progress) -> dict[str, Any]:
         return {'reason': str(exc)}
 
 
+def _measure_publish_one(cfg: Config, admin: Admin, key: str, tag: str, progress: Progress) -> dict[str, Any]:
+    try:
+        progress.begin(key, 0)
+        out = _publish_one_round_trips(cfg, admin, key, f'fqb-{cfg.run_id}-{tag}', 2_000 if cfg.quick else 20_000)
+        if 'msgs_per_s' in out:
+            progress.end(f'{out["msgs_per_s"]:,.0f} calls/s (EVALSHA rfq/publish_one-3)')
+        return out
+    except (BenchError, subprocess.TimeoutExpired, OSError, ImportError, *REDIS_ERRORS) as exc:
+        return {'reason': str(exc)}
+
+
 def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progress: Progress) -> dict[str, Any]:
     """Ceilings keyed by operation name (and ``round trip``); an entry with ``reason`` when it was not measured."""
     out: dict[str, Any] = {}
@@ -385,6 +452,9 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
     if 'rfq' in wanted:
         out.update(_measure_other_persistence(cfg, admin, progress))
     out[ROUND_TRIP] = _measure_round_trip(cfg, progress)
+    if 'rfq' in wanted:
+        for seq, key in enumerate((PUBLISH_ONE, PUBLISH_ONE_REDIS_RS)):
+            out[key] = {**_measure_publish_one(cfg, admin, key, f'publish-one{seq}', progress), 'persistence': label}
     bench = shutil.which('redis-benchmark')
     if bench is None:
         out[LPUSH_P64] = {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
@@ -407,6 +477,8 @@ def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress:
     """
     if key == ROUND_TRIP:
         entry = _measure_round_trip(cfg, progress)
+    elif key in (PUBLISH_ONE, PUBLISH_ONE_REDIS_RS):
+        entry = _measure_publish_one(cfg, admin, key, tag, progress)
     else:
         c = next((x for x in CEILINGS if key in (x.produce, x.consume)), None)
         if c is None:
@@ -420,4 +492,5 @@ def ceiling_count(families: Iterable[str]) -> int:
     """How many progress steps :func:`measure_ceilings` takes."""
     wanted = set(families)
     # the rfq ceilings run twice: as the server is, and with its AOF switched
-    return 2 * sum(1 + (c.family == 'rfq') for c in CEILINGS if c.family in wanted) + 2
+    # then the round trip, LPUSH -P 64 and (rfq) the publish script per round trip by both clients
+    return 2 * sum(1 + (c.family == 'rfq') for c in CEILINGS if c.family in wanted) + 2 + 2 * ('rfq' in wanted)

@@ -196,7 +196,7 @@ def _write_chunks(ctx: Settings, topic: TopicKeys, items: list[list[str]], front
 
 
 def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) -> Plan[str]:
-    """One message: one publish-2n call, one round trip; the twin of the Rust ``rfq::publish_one``.
+    """One message: one publish_one-3 call, one round trip; the twin of the Rust ``rfq::publish_one``.
 
     The record (named after the message's id, which only this call knows) makes a repeat after a dropped
     connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
@@ -207,8 +207,8 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
     """
     msg_id = new_id()
     record = keys.rfq_published(topic.name, msg_id)
-    args = ['1' if front else '0', str(keys.STREAM_PUBLISH_TOKEN_MS), msg_id, *flat]  # flat: nfields, f1, v1, ...
-    call = evalsha('rfq/publish-2n', [topic.backlog, record, topic.prefix + msg_id], args)
+    args = ['1' if front else '0', str(keys.STREAM_PUBLISH_TOKEN_MS), msg_id, *flat[1:]]  # flat: nfields, f1, v1, ...
+    call = evalsha('rfq/publish_one-3', [topic.backlog, record, topic.prefix + msg_id], args)
     repeated: list[bool] = []
     yield from send(ctx, [call], retry_drop=True, repeated=repeated)
     if not repeated:
