@@ -155,8 +155,8 @@ build: setup ## build the release wheel (Linux: manylinux2014, zig, auditwheel-c
 WHEELS_DIR := dist/release
 # The cross and sdist builds' own target dir: cargo locks a target dir while it builds, and CI runs them
 # while `make build` runs for the other tests (sharing target/ would not save much: both compile every
-# dependency again, for another target and with another linker).
-EXTRA_TARGET_DIR := $(abspath target/extra)
+# dependency again, for another target and with another linker). CI puts it in its cache (.ci/run).
+EXTRA_TARGET_DIR ?= $(abspath target/extra)
 CROSS_STAMP := $(VENV)/.ferroq-cross-target
 # The smoke tests' PATH: the system's, without ~/.cargo/bin (the wheel must install and run without Rust).
 NO_RUST_PATH := /usr/local/bin:/usr/bin:/bin
