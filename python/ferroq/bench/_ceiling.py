@@ -32,6 +32,7 @@ __all__ = [
     'Ceiling',
     'measure_ceilings',
     'measure_one_ceiling',
+    'one_ceiling_steps',
     'resp',
     'tool_target',
 ]
@@ -48,6 +49,8 @@ PUBLISH_ONE_REDIS_RS = 'publish script per round trip (redis-rs)'
 RANDOM = '__rand_int__'
 #: redis-benchmark's ``-r``: the range of its random numbers (it must fit a C int).
 RANDOM_SPACE = 2_000_000_000
+#: Why a ceiling measured by redis-benchmark was not.
+NO_REDIS_BENCHMARK = 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'
 #: The raw server ceiling of one write command with a deep pipeline (redis-benchmark -P 64 LPUSH).
 LPUSH_P64 = 'lpush -P 64'
 
@@ -310,13 +313,13 @@ def _publish_one_round_trips(cfg: Config, admin: Admin, key: str, topic: str, n:
     placeholder apart (below :data:`RANDOM_SPACE`; a repeated record, about one run in ten, makes one call
     write nothing: no visible change in the rate); redis-rs uses one number per call.
     """
+    exe = shutil.which('redis-benchmark')
+    if key == PUBLISH_ONE and exe is None:
+        return {'reason': NO_REDIS_BENCHMARK}
     command = _publish_one_command(admin, topic, payload(cfg.size))
     shown = ' '.join([*command[:-1], '<body>'])
     try:
-        if key == PUBLISH_ONE:
-            exe = shutil.which('redis-benchmark')
-            if exe is None:
-                return {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+        if key == PUBLISH_ONE and exe is not None:
             args = ['-P', '1', '-c', '1', '-n', str(n), '-r', str(RANDOM_SPACE), '-q']
             out = _redis_benchmark(exe, cfg.url, [*args, *command], cfg.time_limit + 60)
             return {**out, 'command': f'redis-benchmark {" ".join(args)} {shown}', 'messages': n}
@@ -417,7 +420,7 @@ def _measure_other_persistence(cfg: Config, admin: Admin, progress: Progress) ->
 def _measure_round_trip(cfg: Config, progress: Progress) -> dict[str, Any]:
     bench = shutil.which('redis-benchmark')
     if bench is None:
-        return {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+        return {'reason': NO_REDIS_BENCHMARK}
     try:
         progress.begin('round-trip rate', 0)
         out = _round_trip(bench, cfg.url, 2_000 if cfg.quick else 20_000, cfg.time_limit + 60)
@@ -457,7 +460,7 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
             out[key] = {**_measure_publish_one(cfg, admin, key, f'publish-one{seq}', progress), 'persistence': label}
     bench = shutil.which('redis-benchmark')
     if bench is None:
-        out[LPUSH_P64] = {'reason': 'redis-benchmark not found on PATH (Debian: apt-get install redis-tools)'}
+        out[LPUSH_P64] = {'reason': NO_REDIS_BENCHMARK}
     else:
         try:
             progress.begin('LPUSH -P 64 (redis-benchmark)', 0)
@@ -486,6 +489,11 @@ def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress:
         entry = _measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-{tag}', progress).get(key, {})
     rate = entry.get('msgs_per_s')
     return float(rate) if rate else None
+
+
+def one_ceiling_steps(key: str) -> int:
+    """Progress steps of :func:`measure_one_ceiling` for ``key``: a pipe stream runs its producer stream too."""
+    return 2 if any(key in (c.produce, c.consume) for c in CEILINGS) else 1
 
 
 def ceiling_count(families: Iterable[str]) -> int:

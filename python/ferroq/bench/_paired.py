@@ -14,9 +14,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from ferroq.bench._ceiling import PUBLISH_ONE, PUBLISH_ONE_REDIS_RS, ROUND_TRIP, measure_one_ceiling
+from ferroq.bench._ceiling import measure_one_ceiling, one_ceiling_steps
 from ferroq.bench._common import Admin, Config, Progress
-from ferroq.bench._render import TARGETS, Target, best_native, best_pure
+from ferroq.bench._render import TARGETS, Target, best_native, best_pure, ceiling_key
 
 __all__ = ['measure_pairs', 'pair_plans', 'pair_steps']
 
@@ -37,7 +37,7 @@ def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]
         if row is None or t.against.startswith('ref:'):
             continue
         if t.against.startswith('ceiling'):
-            key = row.get('ceiling_key') if t.against == 'ceiling' else t.against.split(':', 1)[1]
+            key = ceiling_key(t, row)
             if key and ((data.get('ceilings') or {}).get(key) or {}).get('msgs_per_s'):
                 plans.append((t, row['impl'], ('ceiling', key)))
         elif t.against == 'best-pure':
@@ -86,10 +86,6 @@ def pair_steps(cfg: Config, data: dict[str, Any]) -> int:
     """Progress steps of :func:`measure_pairs` (a ceiling pair measures two streams)."""
     steps = 0
     for _, _, comparator in pair_plans(data):
-        other = (
-            2
-            if comparator[0] == 'ceiling' and comparator[1] not in (ROUND_TRIP, PUBLISH_ONE, PUBLISH_ONE_REDIS_RS)
-            else 1
-        )
+        other = one_ceiling_steps(comparator[1]) if comparator[0] == 'ceiling' else 1
         steps += cfg.target_pairs * (1 + other)
     return steps

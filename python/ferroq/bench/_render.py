@@ -19,6 +19,7 @@ __all__ = [
     'add_ratios',
     'best_native',
     'best_pure',
+    'ceiling_key',
     'evaluate_targets',
     'plot',
     'render_console',
@@ -154,10 +155,15 @@ def best_pure(rows: list[dict[str, Any]], op: str, batch: int) -> dict[str, Any]
     return max(cands, key=lambda r: r['msgs_per_s']) if cands else None
 
 
+def ceiling_key(t: Target, row: dict[str, Any]) -> str | None:
+    """The ceiling a ``ceiling`` or ``ceiling:<key>`` target compares ``row`` (its best native row) with."""
+    return row.get('ceiling_key') if t.against == 'ceiling' else t.against.split(':', 1)[1]
+
+
 def _denominator(t: Target, data: dict[str, Any], row: dict[str, Any]) -> tuple[float | None, str]:
     rows, ceilings = data['rows'], data.get('ceilings') or {}
     if t.against.startswith('ceiling'):
-        key = row.get('ceiling_key') if t.against == 'ceiling' else t.against.split(':', 1)[1]
+        key = ceiling_key(t, row)
         value: float | None = (ceilings.get(key) or {}).get('msgs_per_s') if key else None
         return value, f'ceiling ({key if value else "not measured"})'
     if t.against == 'best-pure':
