@@ -35,6 +35,7 @@ __all__ = [
     'ClaimAhead',
     'Client',
     'ConsumerGroup',
+    'ReceiveAhead',
     'RsmqQueue',
     'Stream',
     'Topic',
@@ -355,6 +356,18 @@ class ClaimAhead:
         messages; an empty list ends the iteration."""
     def close(self) -> list[Message]:
         """Stop claiming: the claim in flight's messages, to give back (none if it failed)."""
+
+@final
+class ReceiveAhead:
+    """The receives of :class:`ferroq.RsmqBatches` over a native :class:`RsmqQueue`, one ahead, each a task of the
+    native runtime that is sent before the batch before it becomes Python objects (used by ferroq.batches)."""
+
+    def __init__(self, queue: RsmqQueue, count: int, vt: float | None = None, block: float | None = None) -> None: ...
+    def next(self) -> list[RsmqMessage]:
+        """The receive in flight's messages (sent now on the first call), after sending the next receive when it
+        found messages; an empty list ends the iteration."""
+    def close(self) -> list[RsmqMessage]:
+        """Stop receiving: the receive in flight's messages, to make visible again (none if it failed)."""
 
 @final
 class AsyncClient:

@@ -13,7 +13,8 @@ each claim as a task of its own runtime the moment a batch is handed out, before
 made into Python objects; the caller's next call (its commit) drives the task, which reads the bodies. No
 thread is woken and no GIL waited for. The pure sync client runs the claim ahead in a thread of the
 iterator's own; an asyncio client runs it as a task. Several threads (or tasks) may share one iterator:
-each batch goes to one of them, and one claim at a time is in flight.
+each batch goes to one of them, and one claim at a time is in flight. ``RsmqQueue.batches`` receives
+the same way, one ``receive_batch`` ahead (:class:`RsmqBatches`).
 
 The batch claimed ahead is leased from the moment it is claimed: its lease runs while the current batch
 is handled, so choose ``lease`` to cover two batches' handling. ``close()`` (or leaving the ``with``
@@ -99,13 +100,17 @@ class _Iteration:
         return f'{type(self).__name__}({self._topic!r}, {args})'
 
 
-def _claim_ahead(topic: Any, kwargs: dict[str, Any]) -> Any:
-    """The native claims ahead of a native sync topic, else None."""
+def _native_ahead(source: Any, kwargs: dict[str, Any]) -> Any:
+    """The native calls ahead of a native sync topic (claims) or RSMQ queue (receives), else None."""
     try:
-        from ferroq._ferroq import ClaimAhead, Topic
+        from ferroq._ferroq import ClaimAhead, ReceiveAhead, RsmqQueue, Topic
     except ImportError:  # a pure-Python install
         return None
-    return ClaimAhead(topic, **kwargs) if isinstance(topic, Topic) else None
+    if isinstance(source, Topic):
+        return ClaimAhead(source, **kwargs)
+    if isinstance(source, RsmqQueue):
+        return ReceiveAhead(source, **kwargs)
+    return None
 
 
 class Batches(_Iteration):
@@ -116,8 +121,9 @@ class Batches(_Iteration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._turn = threading.Lock()
-        # The native client's claims are tasks of its runtime (ClaimAhead); the pure client's run in a thread.
-        self._native = _claim_ahead(self._topic, self._kwargs)
+        # The native client's claims (receives) are tasks of its runtime (ClaimAhead, ReceiveAhead); the pure
+        # client's run in a thread.
+        self._native = _native_ahead(self._topic, self._kwargs)
         self._thread = (
             None if self._native else concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='ferroq-batches')
         )
@@ -227,8 +233,9 @@ class AsyncBatches(_Iteration):
 
 
 class RsmqBatches(Batches):
-    """Batches of an RSMQ queue's messages, each a ``receive_batch(count, vt, block)``, received one ahead (in a
-    thread of the iterator's own, as for a pure client's topic); a context manager.
+    """Batches of an RSMQ queue's messages, each a ``receive_batch(count, vt, block)``, received one ahead (as a
+    topic's claims: a task of the native runtime, or a thread of the iterator's own for a pure client); a
+    context manager.
 
     The batch received ahead is hidden for ``vt`` from the moment it is received. ``close()`` (or leaving the
     ``with`` block) makes it visible again at once (``change_visibility(id, 0)`` per message, a call each);

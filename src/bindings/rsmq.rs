@@ -11,6 +11,7 @@ use crate::bindings::arrow;
 use crate::bindings::asyncio::run_async;
 use crate::bindings::convert;
 use crate::bindings::core::{op, prepare, sync_call, to_py, Arg, Core, Op};
+use crate::bindings::runtime;
 use crate::errors::{Error, Result};
 use crate::protocol::rsmq::{self, Queue, Settings};
 use crate::protocol::validate;
@@ -377,3 +378,67 @@ pub struct AsyncRsmqQueue {
 
 rsmq_methods!(RsmqQueue, "RsmqQueue", "RsmqBatches", sync_call);
 rsmq_methods!(AsyncRsmqQueue, "AsyncRsmqQueue", "AsyncRsmqBatches", run_async);
+
+/// The receives of `ferroq.RsmqBatches` over a native sync `RsmqQueue`, one ahead, as [`ClaimAhead`] claims
+/// for a topic: the next `receive_batch` is a task of the sync runtime ([`runtime::Ahead`]), sent before
+/// the current batch becomes Python objects, so the server receives it while the caller handles and
+/// deletes the current one; the caller's next call (its delete) drives it.
+///
+/// [`ClaimAhead`]: crate::bindings::topic::ClaimAhead
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct ReceiveAhead {
+    /// Its client's pool is taken for each receive: a closed client receives nothing more.
+    queue: RsmqCore,
+    /// count, vt (ms; None keeps the queue's), block (seconds)
+    args: (usize, Option<u64>, Option<f64>),
+    ahead: runtime::Ahead<Vec<rsmq::Received>>,
+}
+
+impl ReceiveAhead {
+    fn receive(&self) -> Result<impl std::future::Future<Output = Result<Vec<rsmq::Received>>> + Send + 'static> {
+        let (pool, q) = (self.queue.core.pool()?, self.queue.queue.clone());
+        let (count, vt, block) = self.args;
+        Ok(async move { rsmq::receive(&pool, &q, count, vt, false, block).await })
+    }
+}
+
+#[pymethods]
+impl ReceiveAhead {
+    #[new]
+    #[pyo3(signature = (queue, count, vt=None, block=None))]
+    fn new(
+        queue: &Bound<'_, RsmqQueue>,
+        count: &Bound<'_, PyAny>,
+        vt: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let queue = queue.get().inner.clone();
+        let args = (convert::count(count)?, call_ms(vt, "vt")?, convert::block(block)?);
+        queue.core.pool()?; // a closed client fails here, as receive_batch() does
+        Ok(Self {
+            queue,
+            args,
+            ahead: runtime::Ahead::new(),
+        })
+    }
+
+    /// The next batch: the receive in flight's messages (sending it first, on the first call), after
+    /// sending the receive after it when it found messages.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
+        let received = self.ahead.take(py, || self.receive())??;
+        if !received.is_empty() {
+            // A closed client sends no receive: the next call raises what receive_batch() raises then.
+            if let Ok(call) = self.receive() {
+                self.ahead.send(py, call);
+            }
+        }
+        convert::rsmq::messages_py(py, received)
+    }
+
+    /// Stops receiving: the messages of the receive in flight (waiting for it), for the caller to make
+    /// visible again; none when there is none, or it failed.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
+        let received = self.ahead.finish(py)?.and_then(|r| r.ok()).unwrap_or_default();
+        convert::rsmq::messages_py(py, received)
+    }
+}

@@ -235,3 +235,68 @@ where
         }
     }
 }
+
+/// A call of a sync handle started ahead ([`start`]), to be waited for later: the claim ahead of
+/// `ferroq.Batches` over a native `Topic`, the receive ahead over a native `RsmqQueue`. It belongs to the
+/// process that made it: its task and connections do not exist in a forked child.
+pub struct Ahead<T> {
+    task: Mutex<Option<tokio::task::JoinHandle<Result<T>>>>,
+    pid: u32,
+}
+
+impl<T: Send + 'static> Ahead<T> {
+    pub fn new() -> Self {
+        Self {
+            task: Mutex::new(None),
+            pid: crate::fork::pid(),
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::JoinHandle<Result<T>>>> {
+        self.task.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `call` as the call ahead (a call already ahead is left to finish unheard).
+    pub fn send<F>(&self, py: Python<'_>, call: F)
+    where
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        *self.slot() = Some(start(py, call));
+    }
+
+    /// The result of the call ahead, waiting for it; with none ahead, `call()` is started and waited for.
+    /// A signal leaves the call in flight, for the next wait.
+    pub fn take<F>(&self, py: Python<'_>, call: impl FnOnce() -> Result<F>) -> PyResult<Result<T>>
+    where
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        self.check_process()?;
+        let taken = self.slot().take();
+        let task = match taken {
+            Some(task) => task,
+            None => start(py, call()?),
+        };
+        self.wait(py, task)
+    }
+
+    /// The result of the call ahead, waiting for it; None when none is ahead.
+    pub fn finish(&self, py: Python<'_>) -> PyResult<Option<Result<T>>> {
+        self.check_process()?;
+        let taken = self.slot().take();
+        taken.map(|task| self.wait(py, task)).transpose()
+    }
+
+    fn wait(&self, py: Python<'_>, mut task: tokio::task::JoinHandle<Result<T>>) -> PyResult<Result<T>> {
+        wait_task(py, &mut task).inspect_err(|_| *self.slot() = Some(task))
+    }
+
+    fn check_process(&self) -> PyResult<()> {
+        if crate::fork::pid() == self.pid {
+            return Ok(());
+        }
+        Err(
+            crate::errors::Error::invalid("a batches iterator cannot be used in a forked child: make a new one there")
+                .into(),
+        )
+    }
+}

@@ -532,11 +532,8 @@ topic_methods!(Topic, "Topic", "Client", "Batches", sync_call);
 
 topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);
 
-/// A claim of a sync [`Topic`] started ahead: a task of the sync runtime.
-type ClaimTask = tokio::task::JoinHandle<Result<Vec<rfq::Claimed>>>;
-
 /// The claims of `ferroq.Batches` over a native sync `Topic`, one ahead. The next claim is sent before the
-/// current one's messages become Python objects, as a task of the sync runtime ([`runtime::start`]): the
+/// current one's messages become Python objects, as a task of the sync runtime ([`runtime::Ahead`]): the
 /// server claims it while the caller converts, handles and commits the current batch, and the task reads
 /// the bodies whenever the caller's next call (the commit) drives the runtime. No thread is woken for it and
 /// no GIL waited for.
@@ -545,40 +542,14 @@ pub struct ClaimAhead {
     /// Its client's pool is taken for each claim: a closed client claims nothing more.
     topic: TopicCore,
     args: ClaimArgs,
-    ahead: std::sync::Mutex<Option<ClaimTask>>,
-    /// The process that made it: its task and connections do not exist in a forked child.
-    pid: u32,
+    ahead: runtime::Ahead<Vec<rfq::Claimed>>,
 }
 
 impl ClaimAhead {
-    fn send(&self, py: Python<'_>) -> Result<ClaimTask> {
+    fn claim(&self) -> Result<impl std::future::Future<Output = Result<Vec<rfq::Claimed>>> + Send + 'static> {
         let (pool, keys) = (self.topic.core.pool()?, self.topic.keys.clone());
         let (count, block, lease_ms, owner) = self.args.clone();
-        Ok(runtime::start(py, async move {
-            rfq::claim(&pool, &[keys], count, block, lease_ms, &owner).await
-        }))
-    }
-
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<ClaimTask>> {
-        self.ahead.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The claim in flight's messages, waiting for it (sending one first if none is); a signal leaves it
-    /// in flight, for the next call.
-    fn take(&self, py: Python<'_>, send: bool) -> PyResult<Option<Result<Vec<rfq::Claimed>>>> {
-        if crate::fork::pid() != self.pid {
-            return Err(
-                Error::invalid("a batches iterator cannot be used in a forked child: make a new one there").into(),
-            );
-        }
-        let mut task = match self.slot().take() {
-            Some(task) => task,
-            None if send => self.send(py)?,
-            None => return Ok(None),
-        };
-        runtime::wait_task(py, &mut task)
-            .map(Some)
-            .inspect_err(|_| *self.slot() = Some(task))
+        Ok(async move { rfq::claim(&pool, &[keys], count, block, lease_ms, &owner).await })
     }
 }
 
@@ -599,18 +570,19 @@ impl ClaimAhead {
         Ok(Self {
             topic,
             args,
-            ahead: std::sync::Mutex::new(None),
-            pid: crate::fork::pid(),
+            ahead: runtime::Ahead::new(),
         })
     }
 
     /// The next batch: the claim in flight's messages (sending it first, on the first call), after sending
     /// the claim after it when it found messages.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let claimed = self.take(py, true)?.unwrap_or_else(|| Ok(Vec::new()))?;
+        let claimed = self.ahead.take(py, || self.claim())??;
         if !claimed.is_empty() {
             // A closed client sends no claim: the next call raises what claim() raises then.
-            *self.slot() = self.send(py).ok();
+            if let Ok(call) = self.claim() {
+                self.ahead.send(py, call);
+            }
         }
         convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
@@ -618,7 +590,7 @@ impl ClaimAhead {
     /// Stops claiming: the messages of the claim in flight (waiting for it), for the caller to give back;
     /// none when there is none, or it failed (a failed claim holds nothing).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let claimed = self.take(py, false)?.and_then(|r| r.ok()).unwrap_or_default();
+        let claimed = self.ahead.finish(py)?.and_then(|r| r.ok()).unwrap_or_default();
         convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
 }

@@ -102,14 +102,33 @@ def test_a_forked_child_never_draws_its_parents_ids(kind, redis_url, r, tmp_path
         c.close()
 
 
-def test_native_batches_refuse_a_forked_child_and_still_serve_the_parent(redis_url, r, tmp_path):
-    """The claim ahead is a task of the parent's runtime: a child gets a clear error, the parent its batches."""
+@pytest.mark.parametrize('source', ['topic', 'rsmq'])
+def test_native_batches_refuse_a_forked_child_and_still_serve_the_parent(source, redis_url, r, tmp_path):
+    """The claim (a topic's) or receive (an RSMQ queue's) ahead is a task of the parent's runtime: a child gets a
+    clear error, the parent its batches."""
     c = ferroq.Client(redis_url)
     try:
-        t = c.topic('fork')
-        ids = t.publish_batch([{'n': str(i)} for i in range(6)])
-        batches = t.batches(2, lease=30)
-        first = next(batches)  # the claim of the second batch is in flight
+        if source == 'topic':
+            t = c.topic('fork')
+            ids = t.publish_batch([{'n': str(i)} for i in range(6)])
+            batches = t.batches(2, lease=30)
+            done = t.commit
+
+            def left() -> list[str]:
+                return r.lrange('rfq:fork:backlog', 0, -1)[::-1]
+        else:
+            q = c.rsmq('fork')
+            q.create()
+            ids = q.send_batch([str(i) for i in range(6)])
+            batches = q.batches(2, vt=60)
+
+            def done(batch: list[ferroq.RsmqMessage]) -> list[str]:
+                return q.delete_batch([m.id for m in batch])
+
+            def left() -> list[str]:
+                return [m.id for m in q.receive_batch(10)]
+
+        first = next(batches)  # the call for the second batch is in flight
 
         def child() -> bool:
             with pytest.raises(ferroq.InvalidArgument, match='forked child'):
@@ -117,11 +136,11 @@ def test_native_batches_refuse_a_forked_child_and_still_serve_the_parent(redis_u
             return True
 
         _run_in_forked_child(child, tmp_path)
-        assert [m.id for m in first] == ids[:2] and t.commit(first) == ids[:2]
+        assert [m.id for m in first] == ids[:2] and done(first) == ids[:2]
         second = next(batches)
-        assert [m.id for m in second] == ids[2:4] and t.commit(second) == ids[2:4]
-        batches.close()  # gives the third batch, claimed ahead, back
-        assert r.lrange('rfq:fork:backlog', 0, -1) == ids[4:][::-1]
+        assert [m.id for m in second] == ids[2:4] and done(second) == ids[2:4]
+        batches.close()  # gives the third batch, taken ahead, back
+        assert left() == ids[4:]
     finally:
         c.close()
 
