@@ -102,12 +102,12 @@ def dedup_token(dedup_key: str, chunk: int) -> str:
     """The record token of chunk ``chunk`` of a publish_arrow call with ``dedup_key``: sha1 of
     ``<dedup_key>:<chunk>``, 32 hex digits."""
 
-def bench_round_trips(url: str, args: list[str], n: int) -> float:
-    """The benchmark's baseline of one call per round trip: ``n`` calls of the command ``args``, each sent once
-    the previous reply was read, through redis-rs alone (a multiplexed connection on a current-thread runtime
-    driven by the calling thread, as the native sync client drives its calls), the GIL released. Every
-    ``__rand_int__`` in an argument becomes a new random 12-digit number per call (the same within a call).
-    Returns the seconds the calls took (connecting is not timed); an error reply raises."""
+def bench_round_trips(url: str, commands: list[list[str]], n: int) -> float:
+    """The benchmark's baseline of calls made one per round trip: ``n`` calls, each sending the ``commands`` in
+    turn, each command once the previous reply was read, through redis-rs alone (a multiplexed connection on a
+    current-thread runtime driven by the calling thread, as the native sync client drives its calls), the GIL
+    released. Every ``__rand_int__`` in an argument becomes a new random 12-digit number per call (the same
+    within a call). Returns the seconds the calls took (connecting is not timed); an error reply raises."""
 
 @final
 class Client:

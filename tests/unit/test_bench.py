@@ -60,7 +60,7 @@ def tiny(url: str, **kw: Any) -> Config:
         'messages': 200,
         'batches': (1, 10),
         'impls': ('native', 'native-async', 'pure', 'redis-py', 'redis-py+lua'),
-        'ops': ('publish', 'claim+commit', 'rsmq send', 'stream read+ack'),
+        'ops': ('publish', 'claim', 'claim+commit', 'rsmq send', 'stream read+ack'),
         'quick': True,
         'latency_calls': 20,
         'ceiling_messages': 300,
@@ -273,6 +273,8 @@ def synthetic() -> dict[str, Any]:
             _row('publish', 1000, 'redis-py', 50_000, True),
             _row('publish', 1000, 'rfq', 20_000, True),
             _row('publish', 1, 'native', 9_000, False),
+            _row('claim', 1, 'native', 4_000, False),
+            _row('claim', 1, 'native-async', 5_000, False),
             _row('claim+commit', 1000, 'native', 10_000, False),
             _row('claim+commit', 1, 'rfq', 1_000, True),
             _row('claim+commit', 1000, 'pure', 0, True, note='failed: boom'),
@@ -291,6 +293,7 @@ def synthetic() -> dict[str, Any]:
             'round trip': {'msgs_per_s': 10_000, 'command': 'redis-benchmark -P 1'},
             'publish script per round trip': {'msgs_per_s': 9_800, 'command': 'redis-benchmark -P 1 EVALSHA'},
             'publish script per round trip (redis-rs)': {'msgs_per_s': 9_500, 'command': 'redis-rs EVALSHA'},
+            'claim script and body read per round trip (redis-rs)': {'msgs_per_s': 6_000, 'command': 'redis-rs'},
         },
         'latency': [
             {'operation': 'publish', 'impl': 'native', 'calls': 10, 'p50_us': 50.0, 'p99_us': 90.0, 'max_us': 99.0}
@@ -337,6 +340,9 @@ def test_ratios_and_targets() -> None:
     single = targets['single publish vs its script call per redis-rs round trip']
     assert single['ratio'] == pytest.approx(9_000 / 9_500) and single['met'] is True  # goal 0.9
     assert single['against'] == 'ceiling (publish script per round trip (redis-rs))'
+    claim = targets['single claim vs its calls per redis-rs round trip']  # the best native row: native-async
+    assert claim['impl'] == 'native-async' and claim['ratio'] == pytest.approx(5 / 6) and claim['met'] is False
+    assert claim['against'] == 'ceiling (claim script and body read per round trip (redis-rs))'
     assert targets['publish_batch(1000) vs BullMQ addBulk(1000)']['ratio'] == pytest.approx(200_000 / 11_840)
     cc = targets['claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL']
     assert cc['met'] is None and cc['reason']
@@ -391,6 +397,10 @@ def test_pair_plans_name_each_comparator() -> None:
     assert plans['single publish vs its script call per redis-rs round trip'] == (
         'native',
         ('ceiling', 'publish script per round trip (redis-rs)'),
+    )
+    assert plans['single claim vs its calls per redis-rs round trip'] == (
+        'native-async',
+        ('ceiling', 'claim script and body read per round trip (redis-rs)'),
     )
     assert plans['RSMQ send(1000) vs PyRSMQ sendMessage'] == ('native', ('cell', 'pyrsmq', 'rsmq send', '1'))
     # a reference figure has nothing to pair with; a ceiling not measured in the run neither
@@ -469,6 +479,7 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     assert 'url' not in data['params']
     cells = {(row['operation'], row['batch'], row['impl']) for row in data['rows']}
     assert ('publish', 1, 'native') in cells and ('claim+commit', 10, 'pure') in cells
+    assert ('claim', 1, 'native-async') in cells and ('claim', 10, 'native') not in cells  # single claims only
     assert ('rsmq send', 10, 'redis-py') in cells and ('stream read+ack', 1, 'redis-py') in cells
     assert ('publish', 10, 'redis-py+lua') in cells and ('claim+commit', 10, 'redis-py+lua') in cells
     assert ('rsmq send', 10, 'native') in cells and ('rsmq send', 1, 'native-async') in cells
@@ -492,6 +503,8 @@ def test_run_json_document(redis_url: str, r: Any) -> None:
     assert ceilings['round trip']['msgs_per_s'] > 0
     for key in ('publish script per round trip', 'publish script per round trip (redis-rs)'):
         assert ceilings[key]['msgs_per_s'] > 0 and ceilings[key]['messages'] == 2_000, key  # swept: dbsize checks
+    single_claims = ceilings['claim script and body read per round trip (redis-rs)']
+    assert single_claims['msgs_per_s'] > 0 and single_claims['messages'] == 1_000  # swept too
     assert ceilings['lpush -P 64']['msgs_per_s'] > 0  # its key is deleted again (see the dbsize checks)
     # The rfq ceilings again with the AOF switched, and the server's setting put back afterwards.
     was = ceilings['rfq publish']['persistence']

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ferroq.bench._common import REDIS_ERRORS, Admin, BenchError, Config, Meter, Progress, payload
-from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
+from ferroq.bench._common import LEASE, REDIS_ERRORS, Admin, BenchError, Config, Meter, Progress, payload
+from ferroq.bench._wire import RSMQ_RECEIVE, rfq_claim_side_keys, rfq_ids, rfq_keys, rsmq_ids, rsmq_keys, stream_key
 from ferroq.protocol import keys, script_source
 
 __all__ = [
     'CEILINGS',
+    'CLAIM_ONE_REDIS_RS',
     'PUBLISH_ONE',
     'PUBLISH_ONE_REDIS_RS',
     'ROUND_TRIP',
@@ -45,6 +46,10 @@ ROUND_TRIP = 'round trip'
 #: latter is the native client's own overhead per call, the server's work being the same.
 PUBLISH_ONE = 'publish script per round trip'
 PUBLISH_ONE_REDIS_RS = 'publish script per round trip (redis-rs)'
+#: One single claim per round trips at the server's floor, by redis-rs alone: the calls a ``claim()`` of one
+#: message makes (EVALSHA rfq/claim-8n with a new token, then HGETALL of a body), each sent once the previous
+#: reply was read; a single claim's rate against it is the native client's own overhead per call.
+CLAIM_ONE_REDIS_RS = 'claim script and body read per round trip (redis-rs)'
 #: The placeholder that both tools replace with a new random number each call.
 RANDOM = '__rand_int__'
 #: redis-benchmark's ``-r``: the range of its random numbers (it must fit a C int).
@@ -118,7 +123,7 @@ def ferroq_claim_commit_stream(
     The ids come out in publish order, so each batch's claim is known beforehand; its token is made here.
     """
     backlog, nextlog, prefix = rfq_keys(topic)
-    side = [f'rfq:{topic}:{k}' for k in ('leases', 'deliveries', 'delayed', 'claims', 'claim_leases', 'inflight')]
+    side = rfq_claim_side_keys(topic)
     leases, deliveries, _, claims, claim_leases, inflight = side
     out = []
     for n, s in enumerate(range(0, len(ids), batch)):
@@ -325,7 +330,33 @@ def _publish_one_round_trips(cfg: Config, admin: Admin, key: str, topic: str, n:
             return {**out, 'command': f'redis-benchmark {" ".join(args)} {shown}', 'messages': n}
         from ferroq._ferroq import bench_round_trips
 
-        seconds = bench_round_trips(cfg.url, command, n)
+        seconds = bench_round_trips(cfg.url, [command], n)
+        return {'command': f'redis-rs, one call per round trip: {shown}', 'msgs_per_s': n / seconds, 'messages': n}
+    finally:
+        admin.sweep(f'rfq:{topic}:*')
+
+
+def _claim_one_round_trips(cfg: Config, admin: Admin, topic: str, n: int) -> dict[str, Any]:
+    """:data:`CLAIM_ONE_REDIS_RS`: ``n`` single claims of ``topic``'s ``n`` messages (published first), each the
+    claim script's call and an HGETALL of a body of the same size, swept after."""
+    import ferroq
+    from ferroq._ferroq import bench_round_trips
+
+    backlog, nextlog, prefix = rfq_keys(topic)
+    side = rfq_claim_side_keys(topic)
+    try:
+        with ferroq.Client(cfg.url) as writer:
+            for i in range(0, n, 1000):
+                writer.topic(topic).publish_batch([{'payload': payload(cfg.size)}] * min(1000, n - i))
+        oldest = admin.r.lindex(backlog, -1)  # the first claimed: its body stays (claims are not committed)
+        if not isinstance(oldest, str):
+            raise BenchError(f'{backlog} is empty after publishing {n} messages')
+        sha = admin.r.script_load(script_source('rfq/claim-8n'))
+        # claim-8n: count 1, the bench's lease, no id moved by a blocking claim, no owner, a new token (with a letter)
+        claim = ['EVALSHA', sha, '8', backlog, nextlog, *side, '1', str(int(LEASE * 1000)), '', '', f'tok{RANDOM}']
+        body = ['HGETALL', f'{prefix}{oldest}']
+        seconds = bench_round_trips(cfg.url, [claim, body], n)
+        shown = f'{" ".join(claim[:2])} 8 <keys> 1 {claim[-4]} "" "" <token>; HGETALL <message>'
         return {'command': f'redis-rs, one call per round trip: {shown}', 'msgs_per_s': n / seconds, 'messages': n}
     finally:
         admin.sweep(f'rfq:{topic}:*')
@@ -441,6 +472,16 @@ def _measure_publish_one(cfg: Config, admin: Admin, key: str, tag: str, progress
         return {'reason': str(exc)}
 
 
+def _measure_claim_one(cfg: Config, admin: Admin, tag: str, progress: Progress) -> dict[str, Any]:
+    try:
+        progress.begin(CLAIM_ONE_REDIS_RS, 0)
+        out = _claim_one_round_trips(cfg, admin, f'fqb-{cfg.run_id}-{tag}', 1_000 if cfg.quick else 10_000)
+        progress.end(f'{out["msgs_per_s"]:,.0f} claims/s (EVALSHA rfq/claim-8n, HGETALL)')
+        return out
+    except (BenchError, OSError, ImportError, *REDIS_ERRORS) as exc:
+        return {'reason': str(exc)}
+
+
 def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progress: Progress) -> dict[str, Any]:
     """Ceilings keyed by operation name (and ``round trip``); an entry with ``reason`` when it was not measured."""
     out: dict[str, Any] = {}
@@ -458,6 +499,7 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
     if 'rfq' in wanted:
         for seq, key in enumerate((PUBLISH_ONE, PUBLISH_ONE_REDIS_RS)):
             out[key] = {**_measure_publish_one(cfg, admin, key, f'publish-one{seq}', progress), 'persistence': label}
+        out[CLAIM_ONE_REDIS_RS] = {**_measure_claim_one(cfg, admin, 'claim-one', progress), 'persistence': label}
     bench = shutil.which('redis-benchmark')
     if bench is None:
         out[LPUSH_P64] = {'reason': NO_REDIS_BENCHMARK}
@@ -482,6 +524,8 @@ def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress:
         entry = _measure_round_trip(cfg, progress)
     elif key in (PUBLISH_ONE, PUBLISH_ONE_REDIS_RS):
         entry = _measure_publish_one(cfg, admin, key, tag, progress)
+    elif key == CLAIM_ONE_REDIS_RS:
+        entry = _measure_claim_one(cfg, admin, tag, progress)
     else:
         c = next((x for x in CEILINGS if key in (x.produce, x.consume)), None)
         if c is None:
@@ -500,5 +544,6 @@ def ceiling_count(families: Iterable[str]) -> int:
     """How many progress steps :func:`measure_ceilings` takes."""
     wanted = set(families)
     # the rfq ceilings run twice: as the server is, and with its AOF switched
-    # then the round trip, LPUSH -P 64 and (rfq) the publish script per round trip by both clients
-    return 2 * sum(1 + (c.family == 'rfq') for c in CEILINGS if c.family in wanted) + 2 + 2 * ('rfq' in wanted)
+    # then the round trip, LPUSH -P 64 and (rfq) the publish script per round trip by both clients and the
+    # single claim's calls by redis-rs
+    return 2 * sum(1 + (c.family == 'rfq') for c in CEILINGS if c.family in wanted) + 2 + 3 * ('rfq' in wanted)

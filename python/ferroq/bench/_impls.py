@@ -40,7 +40,16 @@ if TYPE_CHECKING:
     from ferroq.batches import AsyncBatches, AsyncRsmqBatches, Batches, RsmqBatches
     from ferroq.typing import AsyncClientProtocol, ClientProtocol
 
-__all__ = ['CLAIM_COMMIT', 'PUBLISH', 'RSMQ_RECV_DELETE', 'RSMQ_SEND', 'STREAM_PUBLISH', 'STREAM_READ_ACK', 'WORKER']
+__all__ = [
+    'CLAIM',
+    'CLAIM_COMMIT',
+    'PUBLISH',
+    'RSMQ_RECV_DELETE',
+    'RSMQ_SEND',
+    'STREAM_PUBLISH',
+    'STREAM_READ_ACK',
+    'WORKER',
+]
 
 PUBLISH = register_operation(Operation('publish', 'rfq', 'rfq publish', 'rfq publish (batch 1) / publish_batch')).name
 CLAIM_COMMIT = register_operation(
@@ -50,6 +59,11 @@ CLAIM_COMMIT = register_operation(
         'rfq claim+commit',
         'claim a batch, then commit it (ferroq clients: Topic.batches(count=batch), the next claim in flight)',
     )
+).name
+# One message per call, uncommitted: what a single claim of a client costs (batch 1 only; the single claim target
+# measures it against its calls made through redis-rs alone).
+CLAIM = register_operation(
+    Operation('claim', 'rfq', None, 'a single claim: Topic.claim() of one message, not committed (batch 1)')
 ).name
 RSMQ_SEND = register_operation(Operation('rsmq send', 'rsmq', 'rsmq send', 'RSMQ sendMessage / send_batch')).name
 RSMQ_RECV_DELETE = register_operation(
@@ -179,7 +193,9 @@ class _TopicSession:
         # one small cycle first: opens the connections and loads the scripts
         self.topic.publish_batch(self.msgs[:10])
         self.topic.commit(self.topic.claim(count=10, lease=LEASE))
-        if self.op == CLAIM_COMMIT:
+        if self.op == CLAIM:
+            prefill(self.ctx, 'rfq', n)
+        elif self.op == CLAIM_COMMIT:
             prefill(self.ctx, 'rfq', n)
             # The loop a user writes: each batch committed while the next one is claimed. The prefill is
             # exactly n messages, so the batches end with it.
@@ -191,6 +207,8 @@ class _TopicSession:
                 self.topic.publish(self.msgs[0])
                 return 1
             return len(self.topic.publish_batch(self.msgs[:k]))
+        if self.op == CLAIM:
+            return len(self.topic.claim(lease=LEASE))
         assert self.batches is not None
         batch = next(self.batches, None)
         return 0 if batch is None else len(self.topic.commit(batch))
@@ -216,7 +234,9 @@ class _AsyncTopicSession:
     async def setup(self, n: int) -> None:
         await self.topic.publish_batch(self.msgs[:10])
         await self.topic.commit(await self.topic.claim(count=10, lease=LEASE))
-        if self.op == CLAIM_COMMIT:
+        if self.op == CLAIM:
+            prefill(self.ctx, 'rfq', n)
+        elif self.op == CLAIM_COMMIT:
             prefill(self.ctx, 'rfq', n)
             self.batches = self.topic.batches(self.ctx.batch, lease=LEASE)
 
@@ -226,6 +246,8 @@ class _AsyncTopicSession:
                 await self.topic.publish(self.msgs[0])
                 return 1
             return len(await self.topic.publish_batch(self.msgs[:k]))
+        if self.op == CLAIM:
+            return len(await self.topic.claim(lease=LEASE))
         assert self.batches is not None
         try:
             batch = await self.batches.__anext__()  # anext() is Python 3.10+
@@ -516,6 +538,7 @@ def _async_factory(kind: str, session: Any) -> Any:
 
 _SESSIONS = {  # operation: (sync session, async session) of ferroq's clients
     PUBLISH: (_TopicSession, _AsyncTopicSession),
+    CLAIM: (_TopicSession, _AsyncTopicSession),
     CLAIM_COMMIT: (_TopicSession, _AsyncTopicSession),
     RSMQ_SEND: (_RsmqSession, _AsyncRsmqSession),
     RSMQ_RECV_DELETE: (_RsmqSession, _AsyncRsmqSession),
@@ -531,6 +554,7 @@ for _kind, _pure in (('native', False), ('pure', True)):
             pure_python=_pure,
             doc=f'ferroq.{"Client" if _kind == "native" else "pure.Client"}',
             sessions={op: _sync_factory(_kind, s) for op, (s, _) in _SESSIONS.items()},
+            batches={CLAIM: (1,)},
             available=_native_missing if _kind == 'native' else lambda cfg: None,
         )
     )
@@ -540,6 +564,7 @@ for _kind, _pure in (('native', False), ('pure', True)):
             pure_python=_pure,
             doc=f'ferroq.{"AsyncClient" if _kind == "native" else "pure.AsyncClient"}, --concurrency tasks',
             sessions={op: _async_factory(_kind, a) for op, (_, a) in _SESSIONS.items()},
+            batches={CLAIM: (1,)},
             is_async=True,
             available=_native_missing if _kind == 'native' else lambda cfg: None,
         )

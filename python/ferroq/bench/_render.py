@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferroq.bench._ceiling import PUBLISH_ONE_REDIS_RS, ROUND_TRIP
+from ferroq.bench._ceiling import CLAIM_ONE_REDIS_RS, PUBLISH_ONE_REDIS_RS, ROUND_TRIP
 from ferroq.bench._common import BenchError
 
 __all__ = [
@@ -92,6 +92,9 @@ TARGETS = (
         f'ceiling:{PUBLISH_ONE_REDIS_RS}',
         0.9,
     ),
+    # A single claim's own overhead: the same two calls (the claim script, a body read), one per round trip,
+    # through redis-rs alone.
+    Target('single claim vs its calls per redis-rs round trip', 'claim', 1, f'ceiling:{CLAIM_ONE_REDIS_RS}', 0.9),
     Target('publish_batch(1000) vs rfq 1.4.0 publish_batch(1000)', 'publish', 1000, 'rfq:publish:1000', 10.0),
     Target('claim+commit(1000) vs rfq 1.4.0 consume+done', 'claim+commit', 1000, 'rfq:claim+commit:1', 50.0),
     Target('RSMQ send(1000) vs PyRSMQ sendMessage', 'rsmq send', 1000, 'pyrsmq:rsmq send:1', 40.0),

@@ -19,6 +19,7 @@ __all__ = [
     'RFQ_CLAIM_BATCH',
     'RFQ_COMMIT_BATCH',
     'RSMQ_RECEIVE',
+    'rfq_claim_side_keys',
     'rfq_ids',
     'rfq_keys',
     'rsmq_ids',
@@ -45,6 +46,12 @@ _B36 = string.digits + string.ascii_lowercase
 def rfq_keys(topic: str) -> tuple[str, str, str]:
     """backlog, nextlog and the message key prefix of an rfq topic."""
     return f'rfq:{topic}:backlog', f'rfq:{topic}:nextlog', f'rfq:{topic}:message:'
+
+
+def rfq_claim_side_keys(topic: str) -> list[str]:
+    """The six keys after backlog and nextlog that rfq/claim-8n takes for a topic (leases, deliveries, delayed,
+    claims, claim_leases, inflight)."""
+    return [f'rfq:{topic}:{k}' for k in ('leases', 'deliveries', 'delayed', 'claims', 'claim_leases', 'inflight')]
 
 
 def rfq_ids(n: int) -> list[str]:
