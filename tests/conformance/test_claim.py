@@ -33,26 +33,30 @@ def test_claim_oldest_first(client):
 
 
 def test_a_claim_leaves_the_garbage_collector_as_it_was(client, impl):
-    # The native client pauses the collector while it makes a batch's Messages (without running __init__).
+    # The native client pauses the collector while it makes a batch of 100 Messages or more (without running
+    # __init__); a single claim's Message is made with it running.
     t = client.topic('jobs')
-    ids = t.publish_batch([{'n': str(i), 'k': 'v'} for i in range(50)])
-    got = t.claim(count=25)
+    ids = t.publish_batch([{'n': str(i), 'k': 'v'} for i in range(301)])
+    got = t.claim(count=150)
+    assert gc.isenabled()
+    got += t.claim()
     assert gc.isenabled()
     gc.disable()
     try:
-        got += t.claim(count=25)
+        got += t.claim(count=150)
         assert not gc.isenabled()
     finally:
         gc.enable()
     assert [m.id for m in got] == ids
+    claims = [got[0].claim] * 150 + [got[150].claim] + [got[151].claim] * 150
     for i, m in enumerate(got):
         assert m == Message(ids[i], 'jobs', {'n': str(i), 'k': 'v'}, 1, m.claim)
-        assert type(m) is Message and m.claim == got[0 if i < 25 else 25].claim
+        assert type(m) is Message and m.claim == claims[i]
         assert repr(m) == f"Message(id='{ids[i]}', topic='jobs', fields={{'n': '{i}', 'k': 'v'}}, deliveries=1)"
     # The native clients' Messages are not tracked by the collector (see Batch in src/bindings/convert); the
     # pure clients' are made by __init__, as any object.
     assert gc.get_referents(got[0]) != []
-    assert [gc.is_tracked(m) for m in got] == [impl.startswith('pure')] * 50
+    assert [gc.is_tracked(m) for m in got] == [impl.startswith('pure')] * len(got)
 
 
 def test_claim_default_count_is_one(client):

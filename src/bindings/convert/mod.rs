@@ -270,11 +270,12 @@ pub fn fields_dict<'py>(py: Python<'py>, fields: &Fields) -> PyResult<Bound<'py,
 /// - Objects of the plain `__slots__` classes of `ferroq.types` (`Message`, `StreamEntry`, `RsmqMessage`)
 ///   are made as their `__init__` makes them, by setting each slot, without running it: no Python frame and
 ///   no argument tuples per object.
-/// - The cyclic garbage collector waits until the batch is made (it is paused, if it was running, and
-///   resumed when this is dropped). Each object allocated counts towards its next collection, so a batch
-///   of 1000 messages would set it off several times, and each time it would go over the batch made so
-///   far, and every tenth time over older objects too. No Python code runs while it is paused (nothing
-///   here calls into Python), so no other thread sees it paused.
+/// - The cyclic garbage collector waits until a batch of [`GC_PAUSE_FROM`] objects or more is made (it is
+///   paused, if it was running, and resumed when this is dropped). Each object allocated counts towards
+///   its next collection, so a batch of 1000 messages would set it off several times, and each time it
+///   would go over the batch made so far, and every tenth time over older objects too. No Python code runs
+///   while it is paused (nothing here calls into Python), so no other thread sees it paused. A smaller batch
+///   sets it off once at most, which costs less than pausing it (a single claim or receive).
 /// - Those objects are then not tracked by the collector, as an object of a PyO3 class without
 ///   `__traverse__` is not: they hold only str, int, None and a dict of str, so no cycle runs through them
 ///   unless a caller builds one (a message put into its own fields), which would then never be freed.
@@ -286,18 +287,23 @@ pub struct Batch<'py> {
     resume_gc: Option<Bound<'py, PyAny>>,
 }
 
+/// The fewest objects of a batch for which the garbage collector is paused (see [`Batch`]).
+const GC_PAUSE_FROM: usize = 100;
+
 /// Field names kept per batch; a batch whose messages have more distinct names makes the rest per message.
 const SHARED_NAMES: usize = 64;
 
 impl<'py> Batch<'py> {
-    pub fn new(py: Python<'py>) -> PyResult<Self> {
-        let gc = py.import("gc")?;
-        let resume_gc = if gc.call_method0("isenabled")?.is_truthy()? {
-            gc.call_method0("disable")?;
-            Some(gc.getattr("enable")?)
-        } else {
-            None
-        };
+    /// A batch of `len` objects.
+    pub fn new(py: Python<'py>, len: usize) -> PyResult<Self> {
+        let mut resume_gc = None;
+        if len >= GC_PAUSE_FROM {
+            let gc = py.import("gc")?;
+            if gc.call_method0("isenabled")?.is_truthy()? {
+                gc.call_method0("disable")?;
+                resume_gc = Some(gc.getattr("enable")?);
+            }
+        }
         Ok(Self {
             py,
             names: Vec::new(),

@@ -288,7 +288,7 @@ pub fn messages_py(py: Python<'_>, names: &[String], claimed: Vec<Claimed>) -> P
         pyo3::intern!(py, "deliveries"),
         pyo3::intern!(py, "claim"),
     ];
-    let mut batch = Batch::new(py)?;
+    let mut batch = Batch::new(py, claimed.len())?;
     // One str object per topic, shared by its messages.
     let topics: Vec<Bound<'_, PyString>> = names.iter().map(|n| PyString::new(py, n)).collect();
     // One str per claim token, shared by the claim's messages.

@@ -76,7 +76,7 @@ pub fn messages_py(py: Python<'_>, received: Vec<Received>) -> PyResult<Py<PyAny
         pyo3::intern!(py, "fr"),
         pyo3::intern!(py, "sent"),
     ];
-    let batch = Batch::new(py)?;
+    let batch = Batch::new(py, received.len())?;
     let mut out = Vec::with_capacity(received.len());
     for m in received {
         let values = [

@@ -162,7 +162,7 @@ pub fn stream_entries_py(py: Python<'_>, stream: &str, entries: Vec<Entry>) -> P
         pyo3::intern!(py, "fields"),
         pyo3::intern!(py, "deliveries"),
     ];
-    let mut batch = Batch::new(py)?;
+    let mut batch = Batch::new(py, entries.len())?;
     let name = PyString::new(py, stream);
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
