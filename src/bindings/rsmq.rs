@@ -379,19 +379,15 @@ pub struct AsyncRsmqQueue {
 rsmq_methods!(RsmqQueue, "RsmqQueue", "RsmqBatches", sync_call);
 rsmq_methods!(AsyncRsmqQueue, "AsyncRsmqQueue", "AsyncRsmqBatches", run_async);
 
-/// The receives of `ferroq.RsmqBatches` over a native sync `RsmqQueue`, one ahead, as [`ClaimAhead`] claims
-/// for a topic: the next `receive_batch` is a task of the sync runtime ([`runtime::Ahead`]), sent before
-/// the current batch becomes Python objects, so the server receives it while the caller handles and
-/// deletes the current one; the caller's next call (its delete) drives it.
-///
-/// [`ClaimAhead`]: crate::bindings::topic::ClaimAhead
+/// The receives of `ferroq.RsmqBatches` over a native sync `RsmqQueue`, one ahead ([`runtime::Ahead`]), as
+/// `ClaimAhead` claims for a topic; the caller's next call (its delete) drives each.
 #[pyclass(module = "ferroq._ferroq", frozen)]
 pub struct ReceiveAhead {
     /// Its client's pool is taken for each receive: a closed client receives nothing more.
     queue: RsmqCore,
     /// count, vt (ms; None keeps the queue's), block (seconds)
     args: (usize, Option<u64>, Option<f64>),
-    ahead: runtime::Ahead<Vec<rsmq::Received>>,
+    ahead: runtime::Ahead<rsmq::Received>,
 }
 
 impl ReceiveAhead {
@@ -425,20 +421,14 @@ impl ReceiveAhead {
     /// The next batch: the receive in flight's messages (sending it first, on the first call), after
     /// sending the receive after it when it found messages.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let received = self.ahead.take(py, || self.receive())??;
-        if !received.is_empty() {
-            // A closed client sends no receive: the next call raises what receive_batch() raises then.
-            if let Ok(call) = self.receive() {
-                self.ahead.send(py, call);
-            }
-        }
+        let received = self.ahead.next(py, || self.receive())?;
         convert::rsmq::messages_py(py, received)
     }
 
     /// Stops receiving: the messages of the receive in flight (waiting for it), for the caller to make
     /// visible again; none when there is none, or it failed.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let received = self.ahead.finish(py)?.and_then(|r| r.ok()).unwrap_or_default();
+        let received = self.ahead.finish(py)?;
         convert::rsmq::messages_py(py, received)
     }
 }

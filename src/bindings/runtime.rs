@@ -236,15 +236,17 @@ where
     }
 }
 
-/// A call of a sync handle started ahead ([`start`]), to be waited for later: the claim ahead of
-/// `ferroq.Batches` over a native `Topic`, the receive ahead over a native `RsmqQueue`. It belongs to the
-/// process that made it: its task and connections do not exist in a forked child.
-pub struct Ahead<T> {
-    task: Mutex<Option<tokio::task::JoinHandle<Result<T>>>>,
+/// The batches of a sync handle's iterator, each call started one ahead ([`start`]): the claims of
+/// `ferroq.Batches` over a native `Topic`, the receives over a native `RsmqQueue`. The next call is sent
+/// before the current batch becomes Python objects, so the server works on it while the caller converts,
+/// handles and acknowledges the current one; the caller's next call drives it. It belongs to the process
+/// that made it: its task and connections do not exist in a forked child.
+pub struct Ahead<I> {
+    task: Mutex<Option<tokio::task::JoinHandle<Result<Vec<I>>>>>,
     pid: u32,
 }
 
-impl<T: Send + 'static> Ahead<T> {
+impl<I: Send + 'static> Ahead<I> {
     pub fn new() -> Self {
         Self {
             task: Mutex::new(None),
@@ -252,23 +254,16 @@ impl<T: Send + 'static> Ahead<T> {
         }
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::JoinHandle<Result<T>>>> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<tokio::task::JoinHandle<Result<Vec<I>>>>> {
         self.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts `call` as the call ahead (a call already ahead is left to finish unheard).
-    pub fn send<F>(&self, py: Python<'_>, call: F)
+    /// The next batch: the call ahead's (starting `call()` first when none is ahead), after starting the
+    /// call after it when this one found anything. A closed client (`call()` fails) starts none: the next
+    /// `next` raises its error. A signal leaves the call in flight, for the next `next`.
+    pub fn next<F>(&self, py: Python<'_>, call: impl Fn() -> Result<F>) -> PyResult<Vec<I>>
     where
-        F: Future<Output = Result<T>> + Send + 'static,
-    {
-        *self.slot() = Some(start(py, call));
-    }
-
-    /// The result of the call ahead, waiting for it; with none ahead, `call()` is started and waited for.
-    /// A signal leaves the call in flight, for the next wait.
-    pub fn take<F>(&self, py: Python<'_>, call: impl FnOnce() -> Result<F>) -> PyResult<Result<T>>
-    where
-        F: Future<Output = Result<T>> + Send + 'static,
+        F: Future<Output = Result<Vec<I>>> + Send + 'static,
     {
         self.check_process()?;
         let taken = self.slot().take();
@@ -276,17 +271,27 @@ impl<T: Send + 'static> Ahead<T> {
             Some(task) => task,
             None => start(py, call()?),
         };
-        self.wait(py, task)
+        let batch = self.wait(py, task)??;
+        if !batch.is_empty() {
+            if let Ok(fut) = call() {
+                *self.slot() = Some(start(py, fut));
+            }
+        }
+        Ok(batch)
     }
 
-    /// The result of the call ahead, waiting for it; None when none is ahead.
-    pub fn finish(&self, py: Python<'_>) -> PyResult<Option<Result<T>>> {
+    /// Stops: the batch of the call ahead (waiting for it), for the caller to give back; none when none is
+    /// ahead or it failed (a failed call holds nothing).
+    pub fn finish(&self, py: Python<'_>) -> PyResult<Vec<I>> {
         self.check_process()?;
         let taken = self.slot().take();
-        taken.map(|task| self.wait(py, task)).transpose()
+        Ok(match taken {
+            Some(task) => self.wait(py, task)?.unwrap_or_default(),
+            None => Vec::new(),
+        })
     }
 
-    fn wait(&self, py: Python<'_>, mut task: tokio::task::JoinHandle<Result<T>>) -> PyResult<Result<T>> {
+    fn wait(&self, py: Python<'_>, mut task: tokio::task::JoinHandle<Result<Vec<I>>>) -> PyResult<Result<Vec<I>>> {
         wait_task(py, &mut task).inspect_err(|_| *self.slot() = Some(task))
     }
 

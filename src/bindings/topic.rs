@@ -532,17 +532,14 @@ topic_methods!(Topic, "Topic", "Client", "Batches", sync_call);
 
 topic_methods!(AsyncTopic, "AsyncTopic", "AsyncClient", "AsyncBatches", run_async);
 
-/// The claims of `ferroq.Batches` over a native sync `Topic`, one ahead. The next claim is sent before the
-/// current one's messages become Python objects, as a task of the sync runtime ([`runtime::Ahead`]): the
-/// server claims it while the caller converts, handles and commits the current batch, and the task reads
-/// the bodies whenever the caller's next call (the commit) drives the runtime. No thread is woken for it and
-/// no GIL waited for.
+/// The claims of `ferroq.Batches` over a native sync `Topic`, one ahead ([`runtime::Ahead`]); the task of
+/// each claim reads its bodies whenever the caller's next call (the commit) drives the runtime.
 #[pyclass(module = "ferroq._ferroq", frozen)]
 pub struct ClaimAhead {
     /// Its client's pool is taken for each claim: a closed client claims nothing more.
     topic: TopicCore,
     args: ClaimArgs,
-    ahead: runtime::Ahead<Vec<rfq::Claimed>>,
+    ahead: runtime::Ahead<rfq::Claimed>,
 }
 
 impl ClaimAhead {
@@ -577,20 +574,14 @@ impl ClaimAhead {
     /// The next batch: the claim in flight's messages (sending it first, on the first call), after sending
     /// the claim after it when it found messages.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let claimed = self.ahead.take(py, || self.claim())??;
-        if !claimed.is_empty() {
-            // A closed client sends no claim: the next call raises what claim() raises then.
-            if let Ok(call) = self.claim() {
-                self.ahead.send(py, call);
-            }
-        }
+        let claimed = self.ahead.next(py, || self.claim())?;
         convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
 
     /// Stops claiming: the messages of the claim in flight (waiting for it), for the caller to give back;
     /// none when there is none, or it failed (a failed claim holds nothing).
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Py<PyAny>> {
-        let claimed = self.ahead.finish(py)?.and_then(|r| r.ok()).unwrap_or_default();
+        let claimed = self.ahead.finish(py)?;
         convert::rfq::messages_py(py, std::slice::from_ref(&self.topic.keys.name), claimed)
     }
 }

@@ -193,10 +193,9 @@ class _TopicSession:
         # one small cycle first: opens the connections and loads the scripts
         self.topic.publish_batch(self.msgs[:10])
         self.topic.commit(self.topic.claim(count=10, lease=LEASE))
-        if self.op == CLAIM:
+        if self.op in (CLAIM, CLAIM_COMMIT):
             prefill(self.ctx, 'rfq', n)
-        elif self.op == CLAIM_COMMIT:
-            prefill(self.ctx, 'rfq', n)
+        if self.op == CLAIM_COMMIT:
             # The loop a user writes: each batch committed while the next one is claimed. The prefill is
             # exactly n messages, so the batches end with it.
             self.batches = self.topic.batches(self.ctx.batch, lease=LEASE)
@@ -234,10 +233,9 @@ class _AsyncTopicSession:
     async def setup(self, n: int) -> None:
         await self.topic.publish_batch(self.msgs[:10])
         await self.topic.commit(await self.topic.claim(count=10, lease=LEASE))
-        if self.op == CLAIM:
+        if self.op in (CLAIM, CLAIM_COMMIT):
             prefill(self.ctx, 'rfq', n)
-        elif self.op == CLAIM_COMMIT:
-            prefill(self.ctx, 'rfq', n)
+        if self.op == CLAIM_COMMIT:
             self.batches = self.topic.batches(self.ctx.batch, lease=LEASE)
 
     async def step(self, k: int) -> int:
