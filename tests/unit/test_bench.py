@@ -46,8 +46,9 @@ from ferroq.bench._ceiling import (
     xadd_stream,
     xread_ack_stream,
 )
+from ferroq.bench._common import Admin, Progress
 from ferroq.bench._extra import percentile, rss_verdict
-from ferroq.bench._paired import pair_plans
+from ferroq.bench._paired import SLICES, measure_pairs, pair_plans
 from ferroq.bench._wire import RSMQ_RECEIVE, rfq_ids, rsmq_ids
 
 RFQ_PYTHON = Path(os.environ.get('FERROQ_RFQ_VENV', Path(__file__).parents[2] / '.venv-rfq')) / 'bin' / 'python'
@@ -409,6 +410,45 @@ def test_pair_plans_name_each_comparator() -> None:
     assert 'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL' not in plans
 
 
+class _Recorded(Progress):
+    """A quiet progress bar that keeps the label of every measurement begun."""
+
+    def __init__(self) -> None:
+        super().__init__(1, quiet=True)
+        self.labels: list[str] = []
+
+    def begin(self, label: str, target: int) -> None:
+        self.labels.append(label)
+        super().begin(label, target)
+
+
+def test_a_single_call_pair_interleaves_short_runs_of_both_sides(redis_url: str, r: Any) -> None:
+    cfg = tiny(redis_url, messages=2000, target_pairs=2)
+    label = 'single publish vs its script call per redis-rs round trip'
+    key = 'publish script per round trip (redis-rs)'
+    data = {'rows': [_row('publish', 1, 'native', 9_000, False)], 'ceilings': {key: {'msgs_per_s': 10_000.0}}}
+    progress = _Recorded()
+    calls: list[int | None] = []
+
+    def native(op: str, batch: int, impl: str, tag: str, n: int | None) -> float:
+        progress.labels.append('native')
+        calls.append(n)
+        return 1_000.0 if len(calls) % 2 else 3_000.0  # the slices' times add up: 1,500 calls/s overall
+
+    paired = measure_pairs(cfg, Admin(redis_url), data, native, progress)
+    assert set(paired) == {label}
+    entry = paired[label]
+    assert entry['slices'] == SLICES and entry['native'] == [pytest.approx(1_500.0)] * 2
+    assert len(entry['against']) == len(entry['ratios']) == 2 and all(b > 0 for b in entry['against'])
+    # each side ran SLICES times per pair, the same number of calls each time, in the order AB BA AB ...
+    assert calls == [cfg.messages_for(1) // SLICES] * 2 * SLICES
+    sides = ['native' if x == 'native' else 'ceiling' for x in progress.labels]
+    assert sides[:4] == ['native', 'ceiling', 'ceiling', 'native'] and len(sides) == 4 * SLICES
+    for s in range(2 * SLICES):
+        assert sorted(sides[2 * s : 2 * s + 2]) == ['ceiling', 'native']
+    assert r.dbsize() == 0
+
+
 def test_the_async_worker_target_times_the_async_worker_even_when_the_sync_one_was_faster() -> None:
     data = synthetic()
     data['rows'].append(_row('worker', 1000, 'native', 30_000, False))  # the sync Worker's row, higher
@@ -575,6 +615,7 @@ def test_run_paired_targets(redis_url: str, r: Any) -> None:
         'single publish vs its script call per redis-rs round trip',
     }
     assert set(paired) == labels
+    assert paired['single publish vs its script call per redis-rs round trip']['slices'] == SLICES
     for label in labels:
         entry = paired[label]
         assert len(entry['native']) == len(entry['against']) == len(entry['ratios']) == 2

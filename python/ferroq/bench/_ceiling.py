@@ -461,10 +461,13 @@ def _measure_round_trip(cfg: Config, progress: Progress) -> dict[str, Any]:
         return {'reason': str(exc)}
 
 
-def _measure_publish_one(cfg: Config, admin: Admin, key: str, tag: str, progress: Progress) -> dict[str, Any]:
+def _measure_publish_one(
+    cfg: Config, admin: Admin, key: str, tag: str, progress: Progress, calls: int | None = None
+) -> dict[str, Any]:
     try:
         progress.begin(key, 0)
-        out = _publish_one_round_trips(cfg, admin, key, f'fqb-{cfg.run_id}-{tag}', 2_000 if cfg.quick else 20_000)
+        n = calls or (2_000 if cfg.quick else 20_000)
+        out = _publish_one_round_trips(cfg, admin, key, f'fqb-{cfg.run_id}-{tag}', n)
         if 'msgs_per_s' in out:
             progress.end(f'{out["msgs_per_s"]:,.0f} calls/s (EVALSHA rfq/publish_one-3)')
         return out
@@ -472,10 +475,13 @@ def _measure_publish_one(cfg: Config, admin: Admin, key: str, tag: str, progress
         return {'reason': str(exc)}
 
 
-def _measure_claim_one(cfg: Config, admin: Admin, tag: str, progress: Progress) -> dict[str, Any]:
+def _measure_claim_one(
+    cfg: Config, admin: Admin, tag: str, progress: Progress, calls: int | None = None
+) -> dict[str, Any]:
     try:
         progress.begin(CLAIM_ONE_REDIS_RS, 0)
-        out = _claim_one_round_trips(cfg, admin, f'fqb-{cfg.run_id}-{tag}', 1_000 if cfg.quick else 10_000)
+        n = calls or (1_000 if cfg.quick else 10_000)
+        out = _claim_one_round_trips(cfg, admin, f'fqb-{cfg.run_id}-{tag}', n)
         progress.end(f'{out["msgs_per_s"]:,.0f} claims/s (EVALSHA rfq/claim-8n, HGETALL)')
         return out
     except (BenchError, OSError, ImportError, *REDIS_ERRORS) as exc:
@@ -515,17 +521,20 @@ def measure_ceilings(cfg: Config, admin: Admin, families: Iterable[str], progres
     return out
 
 
-def measure_one_ceiling(cfg: Config, admin: Admin, key: str, tag: str, progress: Progress) -> float | None:
+def measure_one_ceiling(
+    cfg: Config, admin: Admin, key: str, tag: str, progress: Progress, calls: int | None = None
+) -> float | None:
     """msgs/s of the ceiling ``key`` (an operation's stream, or the round trip) measured again now, else None.
 
     A consumer stream needs its producer stream first, so both are run; the one asked for is returned.
+    ``calls``: how many calls a single call's ceiling makes (else its own count); the others ignore it.
     """
     if key == ROUND_TRIP:
         entry = _measure_round_trip(cfg, progress)
     elif key in (PUBLISH_ONE, PUBLISH_ONE_REDIS_RS):
-        entry = _measure_publish_one(cfg, admin, key, tag, progress)
+        entry = _measure_publish_one(cfg, admin, key, tag, progress, calls)
     elif key == CLAIM_ONE_REDIS_RS:
-        entry = _measure_claim_one(cfg, admin, tag, progress)
+        entry = _measure_claim_one(cfg, admin, tag, progress, calls)
     else:
         c = next((x for x in CEILINGS if key in (x.produce, x.consume)), None)
         if c is None:

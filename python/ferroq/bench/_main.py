@@ -98,10 +98,11 @@ def _pairs(cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any],
     add_ratios(data, {name: op.ceiling for name, op in OPERATIONS.items()})
     progress.total += pair_steps(cfg, data)
 
-    def measure_cell(op: str, batch: int, impl: str, tag: str) -> float | None:
+    def measure_cell(op: str, batch: int, impl: str, tag: str, calls: int | None) -> float | None:
         runner = IMPLS[impl]
-        progress.begin(f'pair: {op} ({batch}) {impl}', 0)
-        row = _measure_once(cfg, admin, op, batch, runner, tag, cfg.messages_for(batch, runner.caps.get(op)), progress)
+        n = calls or cfg.messages_for(batch, runner.caps.get(op))
+        progress.begin(f'pair: {op} ({batch}) {impl}' + (f', {n:,} calls' if calls else ''), 0)
+        row = _measure_once(cfg, admin, op, batch, runner, tag, n, progress)
         progress.end(row.note if row.failed else f'{row.msgs_per_s:,.0f} msgs/s')
         return None if row.failed or not row.messages else row.msgs_per_s
 

@@ -6,6 +6,11 @@ pure-Python client, a peer library) minutes apart, and their ratio carries that 
 two sides are measured one right after the other, ``pairs`` times, the order alternating (AB, BA, AB, ...),
 and the target's ratio is the median of the per-pair ratios. Targets against a reference figure (a peer
 that cannot run here) have nothing to pair.
+
+A single call (batch 1) takes about 100 µs, most of it the server's turn and the wake-ups of two processes,
+and that drifts within a second: one run per side would time the drift as much as the calls. So each side
+of a single-call pair is timed in :data:`SLICES` short runs over the same number of calls, interleaved with
+the other side's (ABBA...), and the pair's ratio is that of the two sides' total times.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ from ferroq.bench._ceiling import measure_one_ceiling, one_ceiling_steps
 from ferroq.bench._common import Admin, Config, Progress
 from ferroq.bench._render import TARGETS, Target, best_native, best_pure, ceiling_key
 
-__all__ = ['measure_pairs', 'pair_plans', 'pair_steps']
+__all__ = ['SLICES', 'measure_pairs', 'pair_plans', 'pair_steps']
 
-#: measures one matrix cell again: (operation, batch, implementation, tag) -> msgs/s, or None if it failed
-CellMeter = Callable[[str, int, str, str], 'float | None']
+#: Short runs per side of a single-call target's pair (see the module doc).
+SLICES = 8
+
+#: measures one matrix cell again: (operation, batch, implementation, tag, calls or None for the cell's
+#: own count) -> msgs/s, or None if it failed
+CellMeter = Callable[[str, int, str, str, 'int | None'], 'float | None']
 
 
 def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]]:
@@ -58,21 +67,30 @@ def measure_pairs(
     out: dict[str, Any] = {}
     for seq, (t, native_impl, comparator) in enumerate(pair_plans(data)):
         batch = t.batch if t.batch is not None else 1000
+        slices = _slices(t)
+        calls = max(1, cfg.messages_for(batch) // slices) if slices > 1 else None
 
-        def native(tag: str, impl: str = native_impl, op: str = t.op, b: int = batch) -> float | None:
-            return measure_cell(op, b, impl, tag)
+        def native(
+            tag: str, impl: str = native_impl, op: str = t.op, b: int = batch, n: int | None = calls
+        ) -> float | None:
+            return measure_cell(op, b, impl, tag, n)
 
-        def other(tag: str, c: tuple[str, ...] = comparator) -> float | None:
+        def other(tag: str, c: tuple[str, ...] = comparator, n: int | None = calls) -> float | None:
             if c[0] == 'ceiling':
-                return measure_one_ceiling(cfg, admin, c[1], tag, progress)
-            return measure_cell(c[2], int(c[3]), c[1], tag)
+                return measure_one_ceiling(cfg, admin, c[1], tag, progress, n)
+            return measure_cell(c[2], int(c[3]), c[1], tag, n)
 
         entry: dict[str, Any] = {'native_impl': native_impl, 'native': [], 'against': [], 'ratios': []}
+        if slices > 1:
+            entry['slices'] = slices
         for i in range(cfg.target_pairs):
-            tag = f'pair{seq}-{i}'
-            sides = (native, other) if i % 2 == 0 else (other, native)
-            first, second = sides[0](tag + 'a'), sides[1](tag + 'b')
-            a, b = (first, second) if i % 2 == 0 else (second, first)
+            rates: tuple[list[float | None], list[float | None]] = ([], [])  # native's slices, the other's
+            for s in range(slices):
+                tag = f'pair{seq}-{i}' + (f'-{s}' if slices > 1 else '')
+                order = (0, 1) if (i + s) % 2 == 0 else (1, 0)
+                for k, side in enumerate(order):
+                    rates[side].append((native, other)[side](tag + 'ab'[k]))
+            a, b = _overall(rates[0]), _overall(rates[1])
             entry['native'].append(a)
             entry['against'].append(b)
             if a and b:
@@ -82,10 +100,22 @@ def measure_pairs(
     return out
 
 
+def _overall(rates: list[float | None]) -> float | None:
+    """Calls/s over slices of the same number of calls (their total time), None if one failed."""
+    if not all(rates):
+        return None
+    return len(rates) / sum(1 / r for r in rates if r)
+
+
+def _slices(t: Target) -> int:
+    """Short runs per side of ``t``'s pairs: :data:`SLICES` for a single call's target, else one."""
+    return SLICES if t.batch == 1 else 1
+
+
 def pair_steps(cfg: Config, data: dict[str, Any]) -> int:
     """Progress steps of :func:`measure_pairs` (a ceiling pair measures two streams)."""
     steps = 0
-    for _, _, comparator in pair_plans(data):
+    for t, _, comparator in pair_plans(data):
         other = one_ceiling_steps(comparator[1]) if comparator[0] == 'ceiling' else 1
-        steps += cfg.target_pairs * (1 + other)
+        steps += cfg.target_pairs * _slices(t) * (1 + other)
     return steps
