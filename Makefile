@@ -136,8 +136,20 @@ for wheel in $(1); do \
 done
 endef
 
+# The wheel is built again only when something it is made of changed, the venv is new, or dist/ has no wheel:
+# CI's test-versions, smoke and lint reuse the wheel that `make test` built and installed (a reinstall while
+# other tests import ferroq would race them).
+BUILD_STAMP := $(VENV)/.ferroq-build
+BUILD_INPUTS := Cargo.toml Cargo.lock pyproject.toml README.md LICENSE \
+	$(shell find src python -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '*.so')
+
 .PHONY: build
-build: setup ## build the release wheel (Linux: manylinux2014, zig, auditwheel-checked) into dist/ and install it into .venv
+build: setup $(BUILD_STAMP) ## build the release wheel (Linux: manylinux2014, zig, auditwheel-checked) into dist/ and install it into .venv
+
+.PHONY: FORCE
+FORCE:
+
+$(BUILD_STAMP): $(BUILD_INPUTS) $(SETUP_STAMP) $(if $(wildcard dist/ferroq-*.whl),,FORCE)
 	@rm -f dist/ferroq-*.whl
 	$(MATURIN) build --release $(if $(HOST_TARGET),$(call ZIG_ARGS,$(HOST_TARGET))) --interpreter $(PY) -o dist
 	@$(if $(HOST_TARGET),$(call check_manylinux2014,dist/ferroq-*.whl))
@@ -146,6 +158,7 @@ build: setup ## build the release wheel (Linux: manylinux2014, zig, auditwheel-c
 	@cd / && $(abspath $(PY)) -c 'import ferroq._ferroq as m, sys; \
 		assert "site-packages" in m.__file__, f"ferroq is imported from {m.__file__}, not the wheel"; \
 		print("installed", m.__file__)'
+	@touch $@
 
 # --- release wheels ------------------------------------------------------------------------------
 
