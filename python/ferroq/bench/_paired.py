@@ -63,7 +63,8 @@ def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]
 def measure_pairs(
     cfg: Config, admin: Admin, data: dict[str, Any], measure_cell: CellMeter, progress: Progress
 ) -> dict[str, Any]:
-    """``{target label: {native_impl, native, against, ratios, ratio}}`` from ``cfg.target_pairs`` pairs each."""
+    """``{target label: {native_impl, native, against, ratios, ratio}}`` from ``cfg.target_pairs`` pairs each
+    (and ``slices``, the short runs per side, for a single call's target)."""
     out: dict[str, Any] = {}
     for seq, (t, native_impl, comparator) in enumerate(pair_plans(data)):
         batch = t.batch if t.batch is not None else 1000
