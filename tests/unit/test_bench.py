@@ -435,7 +435,11 @@ def test_a_single_call_pair_interleaves_short_runs_of_both_sides(redis_url: str,
         calls.append(n)
         return 1_000.0 if len(calls) % 2 else 3_000.0  # the slices' times add up: 1,500 calls/s overall
 
-    paired = measure_pairs(cfg, Admin(redis_url), data, native, progress)
+    admin = Admin(redis_url)
+    try:
+        paired = measure_pairs(cfg, admin, data, native, progress)
+    finally:
+        admin.close()
     assert set(paired) == {label}
     entry = paired[label]
     assert entry['slices'] == SLICES and entry['native'] == [pytest.approx(1_500.0)] * 2
