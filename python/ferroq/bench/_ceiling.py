@@ -34,6 +34,7 @@ __all__ = [
     'measure_ceilings',
     'measure_one_ceiling',
     'one_ceiling_steps',
+    'other_persistence',
     'resp',
     'tool_target',
 ]
@@ -420,7 +421,7 @@ def _wait_aof_settled(admin: Admin) -> None:
 
 
 @contextlib.contextmanager
-def _other_persistence(admin: Admin) -> Iterator[str]:
+def other_persistence(admin: Admin) -> Iterator[str]:
     """Switches the server's AOF (on when off, off when on) for the block; yields the new persistence's label."""
     was = str(admin.r.config_get('appendonly').get('appendonly', 'no'))
     admin.r.config_set('appendonly', 'no' if was == 'yes' else 'yes')
@@ -437,7 +438,7 @@ def _measure_other_persistence(cfg: Config, admin: Admin, progress: Progress) ->
     wanted = [c for c in CEILINGS if c.family == 'rfq']
     out: dict[str, Any] = {}
     try:
-        with _other_persistence(admin) as label:
+        with other_persistence(admin) as label:
             for seq, c in enumerate(wanted):
                 got = _measure_ceiling(cfg, admin, c, f'fqb-{cfg.run_id}-persist{seq}', progress)
                 out.update({f'{key} ({label})': {**entry, 'persistence': label} for key, entry in got.items()})

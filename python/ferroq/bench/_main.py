@@ -19,7 +19,7 @@ import redis
 
 from ferroq._limits import MAX_COUNT
 from ferroq.bench import _impls
-from ferroq.bench._ceiling import ceiling_count, measure_ceilings
+from ferroq.bench._ceiling import ceiling_count, measure_ceilings, other_persistence
 from ferroq.bench._common import BATCHES, NOISY_CORES, REDIS_ERRORS, Admin, BenchError, Config, Progress, Row
 from ferroq.bench._extra import measure_latency, measure_rss, measure_scale
 from ferroq.bench._paired import measure_pairs, pair_steps
@@ -92,11 +92,14 @@ def _measure_once(
     return row
 
 
-def _pairs(cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any], progress: Progress) -> dict[str, Any]:
-    """The targets' ratios from native and comparator timed back to back (see :mod:`ferroq.bench._paired`)."""
+def _pairs(
+    cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any], progress: Progress, switched: bool = False
+) -> dict[str, Any]:
+    """The targets' ratios from native and comparator timed back to back (see :mod:`ferroq.bench._paired`);
+    ``switched``: those timed with and without persistence only."""
     data: dict[str, Any] = {'rows': [asdict(r) for r in rows], 'ceilings': ceilings}
     add_ratios(data, {name: op.ceiling for name, op in OPERATIONS.items()})
-    progress.total += pair_steps(cfg, data)
+    progress.total += pair_steps(cfg, data, switched)
 
     def measure_cell(op: str, batch: int, impl: str, tag: str, calls: int | None) -> float | None:
         runner = IMPLS[impl]
@@ -106,7 +109,19 @@ def _pairs(cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any],
         progress.end(row.note if row.failed else f'{row.msgs_per_s:,.0f} msgs/s')
         return None if row.failed or not row.messages else row.msgs_per_s
 
-    return measure_pairs(cfg, admin, data, measure_cell, progress)
+    return measure_pairs(cfg, admin, data, measure_cell, progress, switched)
+
+
+def _switched_pairs(
+    cfg: Config, admin: Admin, rows: list[Row], ceilings: dict[str, Any], progress: Progress
+) -> dict[str, Any]:
+    """The pairs of the targets timed with and without persistence, again with the server's AOF switched (as
+    the rfq ceilings are): ``{persistence, pairs}``, or ``{reason}`` when the AOF cannot be switched."""
+    try:
+        with other_persistence(admin) as label:
+            return {'persistence': label, 'pairs': _pairs(cfg, admin, rows, ceilings, progress, switched=True)}
+    except (BenchError, *REDIS_ERRORS) as exc:
+        return {'reason': f'not timed with the AOF switched: {exc}'}
 
 
 def _machine(admin: Admin) -> dict[str, Any]:
@@ -182,6 +197,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         rows = [_measure_cell(cfg, admin, op, b, impl, i, progress) for i, (op, b, impl) in enumerate(cells)]
         ceilings = measure_ceilings(cfg, admin, families, progress) if cfg.ceiling else {}
         paired = _pairs(cfg, admin, rows, ceilings, progress) if cfg.target_pairs else {}
+        paired_switched = _switched_pairs(cfg, admin, rows, ceilings, progress) if cfg.target_pairs else {}
         scale_impl = 'native' if native_ok else 'pure'
         latency = measure_latency(cfg, admin, latency_impls, progress) if cfg.latency else []
         scale = measure_scale(cfg, admin, scale_impl, progress) if cfg.scale else None
@@ -203,6 +219,7 @@ def run(cfg: Config, quiet: bool = False) -> dict[str, Any]:
         'rows': [asdict(r) for r in rows],
         'ceilings': ceilings,
         'paired': paired,
+        'paired_switched': paired_switched,
         'latency': latency,
         'scale': scale,
         'rss': rss,

@@ -11,6 +11,10 @@ A single call (batch 1) takes about 100 µs, most of it the server's turn and th
 and that drifts within a second: one run per side would time the drift as much as the calls. So each side
 of a single-call pair is timed in :data:`SLICES` short runs over the same number of calls, interleaved with
 the other side's (ABBA...), and the pair's ratio is that of the two sides' total times.
+
+The targets about ferroq's own costs (``Target.both_persistences``) are then paired once more with the
+server's AOF switched (``switched``; the caller switches it, as for the rfq ceilings), so each of their ratios
+is known with and without persistence from one run.
 """
 
 from __future__ import annotations
@@ -33,15 +37,18 @@ SLICES = 8
 CellMeter = Callable[[str, int, str, str, 'int | None'], 'float | None']
 
 
-def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]]:
+def pair_plans(data: dict[str, Any], switched: bool = False) -> list[tuple[Target, str, tuple[str, ...]]]:
     """For each target that can be paired: the target, its native implementation and its comparator.
 
     The comparator is ``('ceiling', key)`` or ``('cell', impl, op, batch)``; the native side is the
     implementation whose row was best in the matrix. ``data`` needs its ratios (``ceiling_key``) added.
+    ``switched``: only the targets timed with the AOF switched too (``Target.both_persistences``).
     """
     plans: list[tuple[Target, str, tuple[str, ...]]] = []
     rows = data['rows']
     for t in TARGETS:
+        if switched and not t.both_persistences:
+            continue
         row = best_native(rows, t.op, t.batch, t.impl)
         if row is None or t.against.startswith('ref:'):
             continue
@@ -61,12 +68,19 @@ def pair_plans(data: dict[str, Any]) -> list[tuple[Target, str, tuple[str, ...]]
 
 
 def measure_pairs(
-    cfg: Config, admin: Admin, data: dict[str, Any], measure_cell: CellMeter, progress: Progress
+    cfg: Config,
+    admin: Admin,
+    data: dict[str, Any],
+    measure_cell: CellMeter,
+    progress: Progress,
+    switched: bool = False,
 ) -> dict[str, Any]:
     """``{target label: {native_impl, native, against, ratios, ratio}}`` from ``cfg.target_pairs`` pairs each
-    (and ``slices``, the short runs per side, for a single call's target)."""
+    (and ``slices``, the short runs per side, for a single call's target). ``switched``: only the targets
+    timed with and without persistence (``Target.both_persistences``; the caller switched the AOF)."""
     out: dict[str, Any] = {}
-    for seq, (t, native_impl, comparator) in enumerate(pair_plans(data)):
+    prefix = 'switched-pair' if switched else 'pair'
+    for seq, (t, native_impl, comparator) in enumerate(pair_plans(data, switched)):
         batch = t.batch if t.batch is not None else 1000
         slices = _slices(t)
         calls = max(1, cfg.messages_for(batch) // slices) if slices > 1 else None
@@ -87,7 +101,7 @@ def measure_pairs(
         for i in range(cfg.target_pairs):
             rates: tuple[list[float | None], list[float | None]] = ([], [])  # native's slices, the other's
             for s in range(slices):
-                tag = f'pair{seq}-{i}' + (f'-{s}' if slices > 1 else '')
+                tag = f'{prefix}{seq}-{i}' + (f'-{s}' if slices > 1 else '')
                 order = (0, 1) if (i + s) % 2 == 0 else (1, 0)
                 for k, side in enumerate(order):
                     rates[side].append((native, other)[side](tag + 'ab'[k]))
@@ -113,10 +127,10 @@ def _slices(t: Target) -> int:
     return SLICES if t.batch == 1 else 1
 
 
-def pair_steps(cfg: Config, data: dict[str, Any]) -> int:
+def pair_steps(cfg: Config, data: dict[str, Any], switched: bool = False) -> int:
     """Progress steps of :func:`measure_pairs` (a ceiling pair measures two streams)."""
     steps = 0
-    for t, _, comparator in pair_plans(data):
+    for t, _, comparator in pair_plans(data, switched):
         other = one_ceiling_steps(comparator[1]) if comparator[0] == 'ceiling' else 1
         steps += cfg.target_pairs * _slices(t) * (1 + other)
     return steps

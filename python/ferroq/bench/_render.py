@@ -60,19 +60,48 @@ class Target:
     against: str
     goal: float
     impl: str | None = None  # the native implementation the target is about; None: the best native row
+    # its pairs are timed again with the server's AOF switched: the ratio with and without persistence
+    both_persistences: bool = False
 
 
+# The targets about ferroq's own costs (against the server's ceilings, the pure-Python client, its own sync
+# client) are timed with and without persistence; the peers' (one message per call) and the reference
+# figures are not.
 TARGETS = (
-    Target('publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000', 'publish', 1000, 'ceiling', 0.85),
-    Target('publish_batch(1000) vs the best pure-Python client', 'publish', 1000, 'best-pure', 2.5),
-    Target('claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL', 'claim+commit', 1000, 'ceiling', 1.0),
-    Target('claim+commit(1000) vs the best pure-Python client', 'claim+commit', 1000, 'best-pure', 1.5),
+    Target(
+        'publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000',
+        'publish',
+        1000,
+        'ceiling',
+        0.85,
+        both_persistences=True,
+    ),
+    Target(
+        'publish_batch(1000) vs the best pure-Python client', 'publish', 1000, 'best-pure', 2.5, both_persistences=True
+    ),
+    Target(
+        'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL',
+        'claim+commit',
+        1000,
+        'ceiling',
+        1.0,
+        both_persistences=True,
+    ),
+    Target(
+        'claim+commit(1000) vs the best pure-Python client',
+        'claim+commit',
+        1000,
+        'best-pure',
+        1.5,
+        both_persistences=True,
+    ),
     Target(
         'RSMQ receive+delete(1000) vs the ceiling of RSMQ per-message commands',
         'rsmq receive+delete',
         1000,
         'ceiling',
         2.0,
+        both_persistences=True,
     ),
     # The async worker (AsyncWorker on the native asyncio client), as the goal is set; in the matrix the sync
     # Worker's row was sometimes the higher of the two by noise alone, and the pairs then timed that one.
@@ -83,6 +112,7 @@ TARGETS = (
         'native:claim+commit:1000',
         0.8,
         impl='native-async',
+        both_persistences=True,
     ),
     # A single call's own overhead: the same calls, one per round trip, through redis-rs alone (a publish's
     # script call; a claim's script call and body read). The sync client makes its calls one after the other
@@ -94,6 +124,7 @@ TARGETS = (
         f'ceiling:{PUBLISH_ONE_REDIS_RS}',
         0.9,
         impl='native',
+        both_persistences=True,
     ),
     Target(
         'single claim vs its calls per redis-rs round trip',
@@ -102,6 +133,7 @@ TARGETS = (
         f'ceiling:{CLAIM_ONE_REDIS_RS}',
         0.9,
         impl='native',
+        both_persistences=True,
     ),
     Target('publish_batch(1000) vs rfq 1.4.0 publish_batch(1000)', 'publish', 1000, 'rfq:publish:1000', 10.0),
     Target('claim+commit(1000) vs rfq 1.4.0 consume+done', 'claim+commit', 1000, 'rfq:claim+commit:1', 50.0),
@@ -234,7 +266,30 @@ def evaluate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                 entry['met'] = entry['ratio'] >= t.goal
             else:
                 entry['reason'] = 'not measured in this run'
+        if t.both_persistences and data.get('paired_switched'):
+            entry['switched'] = _switched(t, data['paired_switched'])
         out.append(entry)
+    return out
+
+
+def _switched(t: Target, switched: dict[str, Any]) -> dict[str, Any]:
+    """Target ``t``'s pairs timed with the server's AOF switched: ratio, pair ratios and ``met``, or why not."""
+    if 'reason' in switched:
+        return {'ratio': None, 'met': None, 'reason': switched['reason']}
+    pair = (switched.get('pairs') or {}).get(t.label) or {}
+    out: dict[str, Any] = {'persistence': switched['persistence'], 'ratio': pair.get('ratio'), 'met': None}
+    if out['ratio']:
+        out.update(
+            {
+                'impl': pair['native_impl'],
+                'msgs_per_s': _median(pair['native']),
+                'of': _median(pair['against']),
+                'pair_ratios': pair['ratios'],
+                'met': out['ratio'] >= t.goal,
+            }
+        )
+    else:
+        out['reason'] = 'not measured in this run'
     return out
 
 
@@ -344,14 +399,32 @@ def _latency_rows(data: dict[str, Any]) -> list[list[str]]:
 TARGET_HEADERS = ('target', 'native', 'against', 'ratio', 'per pair', 'goal', 'met')
 
 
+def _target_headers(data: dict[str, Any]) -> tuple[str, ...]:
+    """:data:`TARGET_HEADERS`, and when the pairs were timed again with the AOF switched, its three columns."""
+    switched = data.get('paired_switched') or {}
+    if not switched:
+        return TARGET_HEADERS
+    other = switched.get('persistence', 'AOF switched')
+    return (*TARGET_HEADERS, f'ratio, {other}', f'per pair, {other}', f'met, {other}')
+
+
+def _met(t: dict[str, Any]) -> str:
+    return 'n/a: ' + t.get('reason', '') if t['met'] is None else ('yes' if t['met'] else 'NO')
+
+
+def _pair_ratios(t: dict[str, Any]) -> str:
+    return ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
+
+
 def _target_rows(data: dict[str, Any]) -> list[list[str]]:
     lines = []
+    extra = len(_target_headers(data)) - len(TARGET_HEADERS)
     for t in data.get('targets') or []:
-        met = 'n/a: ' + t.get('reason', '') if t['met'] is None else ('yes' if t['met'] else 'NO')
         native = f'{t["impl"]} {_num(t["msgs_per_s"])}' if t.get('impl') else ''
         against = t.get('against', '') + (f' {_num(t["of"])}' if t.get('of') else '')
-        pairs = ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
-        lines.append([t['target'], native, against, _ratio(t['ratio']), pairs, f'≥ {t["goal"]:g}×', met])
+        line = [t['target'], native, against, _ratio(t['ratio']), _pair_ratios(t), f'≥ {t["goal"]:g}×', _met(t)]
+        s = t.get('switched')
+        lines.append(line + ([_ratio(s['ratio']), _pair_ratios(s), _met(s)] if s else [''] * extra))
     return lines
 
 
@@ -455,7 +528,7 @@ def _sections(data: dict[str, Any]) -> list[tuple[tuple[str, ...], list[list[str
     for headers, rows, left in (
         (CEILING_HEADERS, _ceiling_rows(data), 2),
         (LATENCY_HEADERS, _latency_rows(data), 2),
-        (TARGET_HEADERS, _target_rows(data), 3),
+        (_target_headers(data), _target_rows(data), 3),
         (SPARK_HEADERS, _spark_rows(data), 1),
     ):
         if rows:
