@@ -399,33 +399,35 @@ def _latency_rows(data: dict[str, Any]) -> list[list[str]]:
 TARGET_HEADERS = ('target', 'native', 'against', 'ratio', 'per pair', 'goal', 'met')
 
 
-def _target_headers(data: dict[str, Any]) -> tuple[str, ...]:
-    """:data:`TARGET_HEADERS`, and when the pairs were timed again with the AOF switched, its three columns."""
-    switched = data.get('paired_switched') or {}
-    if not switched:
-        return TARGET_HEADERS
-    other = switched.get('persistence', 'AOF switched')
-    return (*TARGET_HEADERS, f'ratio, {other}', f'per pair, {other}', f'met, {other}')
-
-
 def _met(t: dict[str, Any]) -> str:
     return 'n/a: ' + t.get('reason', '') if t['met'] is None else ('yes' if t['met'] else 'NO')
 
 
-def _pair_ratios(t: dict[str, Any]) -> str:
-    return ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
+def _target_line(label: str, t: dict[str, Any], goal: float) -> list[str]:
+    native = f'{t["impl"]} {_num(t["msgs_per_s"])}' if t.get('impl') else ''
+    against = t.get('against', '') + (f' {_num(t["of"])}' if t.get('of') else '')
+    pairs = ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
+    return [label, native, against, _ratio(t['ratio']), pairs, f'≥ {goal:g}×', _met(t)]
 
 
 def _target_rows(data: dict[str, Any]) -> list[list[str]]:
-    lines = []
-    extra = len(_target_headers(data)) - len(TARGET_HEADERS)
+    return [_target_line(t['target'], t, t['goal']) for t in data.get('targets') or []]
+
+
+def _switched_headers(data: dict[str, Any]) -> tuple[str, ...]:
+    """:data:`TARGET_HEADERS` of the targets timed again with the AOF switched, its label in the first."""
+    label = (data.get('paired_switched') or {}).get('persistence', 'AOF switched')
+    return (f'target, {label}', *TARGET_HEADERS[1:])
+
+
+def _switched_rows(data: dict[str, Any]) -> list[list[str]]:
+    rows = []
     for t in data.get('targets') or []:
-        native = f'{t["impl"]} {_num(t["msgs_per_s"])}' if t.get('impl') else ''
-        against = t.get('against', '') + (f' {_num(t["of"])}' if t.get('of') else '')
-        line = [t['target'], native, against, _ratio(t['ratio']), _pair_ratios(t), f'≥ {t["goal"]:g}×', _met(t)]
         s = t.get('switched')
-        lines.append(line + ([_ratio(s['ratio']), _pair_ratios(s), _met(s)] if s else [''] * extra))
-    return lines
+        if s:
+            # the comparator's label is the same as the server is; its figure is the switched pairs'
+            rows.append(_target_line(t['target'], {'against': t.get('against', ''), **s}, t['goal']))
+    return rows
 
 
 SPARK_HEADERS = ('Spark, local[2], the same DataFrame', 'rows/s', 'format("ferroq") ÷ this', 'goal', 'met')
@@ -528,7 +530,8 @@ def _sections(data: dict[str, Any]) -> list[tuple[tuple[str, ...], list[list[str
     for headers, rows, left in (
         (CEILING_HEADERS, _ceiling_rows(data), 2),
         (LATENCY_HEADERS, _latency_rows(data), 2),
-        (_target_headers(data), _target_rows(data), 3),
+        (TARGET_HEADERS, _target_rows(data), 3),
+        (_switched_headers(data), _switched_rows(data), 3),
         (SPARK_HEADERS, _spark_rows(data), 1),
     ):
         if rows:
