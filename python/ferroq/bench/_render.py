@@ -252,16 +252,7 @@ def evaluate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
             pair = (data.get('paired') or {}).get(t.label)
             if pair and pair.get('ratio'):
                 # the paired figures replace the matrix's: both sides were timed back to back (see _paired)
-                entry.update(
-                    {
-                        'impl': pair['native_impl'],
-                        'msgs_per_s': _median(pair['native']),
-                        'of': _median(pair['against']),
-                        'matrix_ratio': entry['ratio'],
-                        'ratio': pair['ratio'],
-                        'pair_ratios': pair['ratios'],
-                    }
-                )
+                entry.update({'matrix_ratio': entry['ratio'], **_pair_figures(pair)})
             if entry['ratio']:
                 entry['met'] = entry['ratio'] >= t.goal
             else:
@@ -279,18 +270,21 @@ def _switched(t: Target, switched: dict[str, Any]) -> dict[str, Any]:
     pair = (switched.get('pairs') or {}).get(t.label) or {}
     out: dict[str, Any] = {'persistence': switched['persistence'], 'ratio': pair.get('ratio'), 'met': None}
     if out['ratio']:
-        out.update(
-            {
-                'impl': pair['native_impl'],
-                'msgs_per_s': _median(pair['native']),
-                'of': _median(pair['against']),
-                'pair_ratios': pair['ratios'],
-                'met': out['ratio'] >= t.goal,
-            }
-        )
+        out.update({**_pair_figures(pair), 'met': out['ratio'] >= t.goal})
     else:
         out['reason'] = 'not measured in this run'
     return out
+
+
+def _pair_figures(pair: dict[str, Any]) -> dict[str, Any]:
+    """A target's figures from its pairs (``measure_pairs``): the native side, the medians, the ratios."""
+    return {
+        'impl': pair['native_impl'],
+        'msgs_per_s': _median(pair['native']),
+        'of': _median(pair['against']),
+        'ratio': pair['ratio'],
+        'pair_ratios': pair['ratios'],
+    }
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -403,15 +397,15 @@ def _met(t: dict[str, Any]) -> str:
     return 'n/a: ' + t.get('reason', '') if t['met'] is None else ('yes' if t['met'] else 'NO')
 
 
-def _target_line(label: str, t: dict[str, Any], goal: float) -> list[str]:
+def _target_line(t: dict[str, Any]) -> list[str]:
     native = f'{t["impl"]} {_num(t["msgs_per_s"])}' if t.get('impl') else ''
     against = t.get('against', '') + (f' {_num(t["of"])}' if t.get('of') else '')
     pairs = ' '.join(f'{r:.2f}' for r in t.get('pair_ratios') or [])
-    return [label, native, against, _ratio(t['ratio']), pairs, f'≥ {goal:g}×', _met(t)]
+    return [t['target'], native, against, _ratio(t['ratio']), pairs, f'≥ {t["goal"]:g}×', _met(t)]
 
 
 def _target_rows(data: dict[str, Any]) -> list[list[str]]:
-    return [_target_line(t['target'], t, t['goal']) for t in data.get('targets') or []]
+    return [_target_line(t) for t in data.get('targets') or []]
 
 
 def _switched_headers(data: dict[str, Any]) -> tuple[str, ...]:
@@ -425,8 +419,8 @@ def _switched_rows(data: dict[str, Any]) -> list[list[str]]:
     for t in data.get('targets') or []:
         s = t.get('switched')
         if s:
-            # the comparator's label is the same as the server is; its figure is the switched pairs'
-            rows.append(_target_line(t['target'], {'against': t.get('against', ''), **s}, t['goal']))
+            # the target, its goal and its comparator's label are the main row's; the figures the switched pairs'
+            rows.append(_target_line({'target': t['target'], 'goal': t['goal'], 'against': t.get('against', ''), **s}))
     return rows
 
 
