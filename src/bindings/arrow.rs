@@ -258,10 +258,7 @@ fn command(job: &Job, chunk: &Chunk) -> ChunkCall {
             // A dedup key's record stays for dedup_ttl; a random token's is deleted once the chunk is written.
             let mut write = ChunkWrite::new(topic, &token, ttl, false, job.dedup_key.is_none());
             for (id, m) in ids::new_ids(chunk.len()).into_iter().zip(&chunk.messages) {
-                let hset = write.message(topic, id);
-                for (k, v) in chunk.fields(layout, m) {
-                    hset.arg(k).arg(v);
-                }
+                write.message(topic, id, chunk.fields(layout, m));
             }
             ChunkCall::Watched(write)
         }
@@ -318,7 +315,7 @@ fn command(job: &Job, chunk: &Chunk) -> ChunkCall {
 /// messages it wrote (0 when its record says an earlier call wrote it).
 async fn send(pool: Arc<Pool>, sink: SinkRef, call: ChunkCall) -> Result<usize> {
     let cmd = match call {
-        ChunkCall::Watched(write) => return rfq::write_chunk(&pool, &write).await,
+        ChunkCall::Watched(write) => return rfq::write_chunk(&pool, write).await,
         ChunkCall::Script(cmd) => cmd,
     };
     match sink {

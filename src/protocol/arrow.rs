@@ -726,7 +726,7 @@ impl Chunk {
     }
 
     /// The (name, value) pairs of message `m`.
-    pub fn fields<'a>(&'a self, layout: &'a Layout, m: &Message) -> impl Iterator<Item = (&'a str, &'a [u8])> {
+    pub fn fields<'a>(&'a self, layout: &'a Layout, m: &Message) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
         self.spans[m.fields.0..m.fields.1]
             .iter()
             .map(move |&(f, s, e)| (layout.fields[f].1.as_str(), &self.buf[s..e]))

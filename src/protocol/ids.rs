@@ -36,14 +36,22 @@ fn reserve_ticks(n: u64) -> u64 {
 
 /// The 32-hex form of a uuid1 with these parts.
 pub fn format_uuid1(ticks: u64, clock_seq: u16, node: u64) -> String {
-    let time_low = ticks & 0xFFFF_FFFF;
-    let time_mid = (ticks >> 32) & 0xFFFF;
-    let time_hi = ((ticks >> 48) & 0x0FFF) | 0x1000;
-    let clock = (clock_seq & 0x3FFF) | 0x8000;
-    format!(
-        "{time_low:08x}{time_mid:04x}{time_hi:04x}{clock:04x}{:012x}",
-        node & 0xFFFF_FFFF_FFFF
-    )
+    let time_low = u128::from(ticks & 0xFFFF_FFFF);
+    let time_mid = u128::from((ticks >> 32) & 0xFFFF);
+    let time_hi = u128::from(((ticks >> 48) & 0x0FFF) | 0x1000);
+    let clock = u128::from((clock_seq & 0x3FFF) | 0x8000);
+    hex32(time_low << 96 | time_mid << 80 | time_hi << 64 | clock << 48 | u128::from(node & 0xFFFF_FFFF_FFFF))
+}
+
+/// `v` as 32 lowercase hex digits, as `format!("{v:032x}")` writes it but without the formatter's work: a
+/// publish of 1000 messages makes 1000 ids, and formatting them was about 8% of its client CPU.
+fn hex32(v: u128) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 32];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((v >> (124 - 4 * i)) & 0xF) as usize];
+    }
+    String::from_utf8(digits.to_vec()).expect("hex digits are ASCII")
 }
 
 /// `n` new ids, in increasing time order.
@@ -146,7 +154,7 @@ pub fn new_tokens(n: usize) -> Vec<String> {
                 let mut b = rng.random::<[u8; 16]>();
                 b[6] = (b[6] & 0x0f) | 0x40;
                 b[8] = (b[8] & 0x3f) | 0x80;
-                b.iter().map(|x| format!("{x:02x}")).collect()
+                hex32(u128::from_be_bytes(b))
             })
             .collect()
     })
@@ -178,6 +186,29 @@ mod tests {
         assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"));
         let node = u64::from_str_radix(&id[20..], 16).unwrap();
         assert_ne!(node & (1 << 40), 0);
+    }
+
+    #[test]
+    fn hex_digits_are_those_of_the_formatter() {
+        let mut values = vec![0u128, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210];
+        values.extend(with_rng(|rng| {
+            (0..1000).map(|_| rng.random::<u128>()).collect::<Vec<_>>()
+        }));
+        for v in values {
+            assert_eq!(hex32(v), format!("{v:032x}"));
+        }
+        let (ticks, clock_seq, node) = (0x01f0_1234_5678_9abc_u64, 0xbeef_u16, 0x1234_5678_9abc_def0_u64);
+        assert_eq!(
+            format_uuid1(ticks, clock_seq, node),
+            format!(
+                "{:08x}{:04x}{:04x}{:04x}{:012x}",
+                ticks & 0xFFFF_FFFF,
+                (ticks >> 32) & 0xFFFF,
+                ((ticks >> 48) & 0x0FFF) | 0x1000,
+                (clock_seq & 0x3FFF) | 0x8000,
+                node & 0xFFFF_FFFF_FFFF
+            )
+        );
     }
 
     #[test]

@@ -96,10 +96,7 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
             // The record is named after the chunk's first id, fresh for every call, and deleted once written.
             let mut write = ChunkWrite::new(topic, &ids[0], STREAM_PUBLISH_TOKEN_MS, front, true);
             for (id, fields) in ids.iter().zip(msgs) {
-                let hset = write.message(topic, id.clone());
-                for (k, v) in fields {
-                    hset.arg(k).arg(v);
-                }
+                write.message(topic, id.clone(), fields.iter().map(|(k, v)| (k, v)));
             }
             write
         })
@@ -109,7 +106,7 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
         chunks.reverse();
     }
     drop(messages);
-    for write in &chunks {
+    for write in chunks {
         write_chunk(pool, write).await?;
     }
     Ok(ids)
@@ -151,7 +148,9 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
 const WATCH_ROUNDS: usize = 16;
 
 /// One publish chunk written as a watched transaction (see [`write_chunk`]): its record, the messages' ids
-/// and one HSET per message, in input order.
+/// and, in `pipe`, `MULTI` and one HSET per message, in input order. [`ChunkWrite::seal`] adds the rest of
+/// the transaction, so the usual round (nothing of the chunk written yet) sends `pipe` as it is, without a
+/// copy of every message.
 pub struct ChunkWrite {
     backlog: String,
     record: String,
@@ -159,7 +158,8 @@ pub struct ChunkWrite {
     front: bool,
     forget: bool,
     ids: Vec<String>,
-    hsets: Vec<Cmd>,
+    pipe: Pipeline,
+    sealed: bool,
 }
 
 impl ChunkWrite {
@@ -167,6 +167,8 @@ impl ChunkWrite {
     /// chunk is consumed next; `forget`: the record is deleted once the chunk is known written (a token used
     /// by this call only, not a dedup key's).
     pub fn new(topic: &TopicKeys, token: &str, ttl_ms: u64, front: bool, forget: bool) -> Self {
+        let mut pipe = Pipeline::new();
+        pipe.cmd("MULTI");
         Self {
             backlog: topic.backlog.clone(),
             record: topic.published(token),
@@ -174,17 +176,30 @@ impl ChunkWrite {
             front,
             forget,
             ids: Vec::new(),
-            hsets: Vec::new(),
+            pipe,
+            sealed: false,
         }
     }
 
-    /// Adds message `id`; returns its `HSET`, for the caller to add the field/value pairs to.
-    pub fn message(&mut self, topic: &TopicKeys, id: String) -> &mut Cmd {
-        let mut hset = redis::cmd("HSET");
-        hset.arg(topic.message(&id));
+    /// Adds message `id` with its field/value pairs: one HSET, sized for them before it is written (a
+    /// growing command would be copied several times over).
+    pub fn message<K, V>(&mut self, topic: &TopicKeys, id: String, fields: impl Iterator<Item = (K, V)> + Clone)
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        debug_assert!(!self.sealed, "a sealed chunk takes no more messages");
+        let (pairs, bytes) = fields.clone().fold((0, 0), |(n, b), (k, v)| {
+            (n + 1, b + k.as_ref().len() + v.as_ref().len())
+        });
+        let key = topic.message_arg(&id);
+        let mut hset = Cmd::with_capacity(2 + 2 * pairs, "HSET".len() + key.byte_len() + bytes);
+        hset.arg("HSET").arg(key);
+        for (k, v) in fields {
+            hset.arg(k.as_ref()).arg(v.as_ref());
+        }
+        self.pipe.add_command(hset);
         self.ids.push(id);
-        self.hsets.push(hset);
-        self.hsets.last_mut().expect("just pushed")
     }
 
     pub fn len(&self) -> usize {
@@ -195,13 +210,34 @@ impl ChunkWrite {
         self.ids.is_empty()
     }
 
-    /// `MULTI`, the messages after the first `done`, their ids onto the backlog, the record, `EXEC`.
-    fn transaction(&self, done: usize) -> Pipeline {
+    /// Ends the transaction of the whole chunk: the push of every id, the record, `EXEC`.
+    pub fn seal(&mut self) {
+        if !self.sealed {
+            let mut pipe = std::mem::take(&mut self.pipe);
+            self.tail(&mut pipe, 0);
+            self.pipe = pipe;
+            self.sealed = true;
+        }
+    }
+
+    /// `MULTI`, the messages after the first `done`, their ids onto the backlog, the record, `EXEC` (after
+    /// [`ChunkWrite::seal`]).
+    fn transaction(&self, done: usize) -> std::borrow::Cow<'_, Pipeline> {
+        debug_assert!(self.sealed, "a chunk is sealed before it is sent");
+        if done == 0 {
+            return std::borrow::Cow::Borrowed(&self.pipe);
+        }
         let mut pipe = Pipeline::with_capacity(self.len() - done + 4);
         pipe.cmd("MULTI");
-        for hset in &self.hsets[done..] {
+        for hset in self.pipe.cmd_iter().skip(1 + done).take(self.len() - done) {
             pipe.add_command(hset.clone());
         }
+        self.tail(&mut pipe, done);
+        std::borrow::Cow::Owned(pipe)
+    }
+
+    /// The end of a transaction that writes the messages after the first `done`.
+    fn tail(&self, pipe: &mut Pipeline, done: usize) {
         let ids = &self.ids[done..];
         // The backlog is consumed from its tail: LPUSH in input order, or (front) RPUSH in reverse order,
         // so the chunk is consumed next and still in input order.
@@ -218,7 +254,6 @@ impl ChunkWrite {
             .arg("PX")
             .arg(self.ttl_ms);
         pipe.cmd("EXEC");
-        pipe
     }
 }
 
@@ -244,8 +279,9 @@ fn server_error(v: &Value) -> Option<Error> {
 /// A record of this call's own (`forget`) is deleted once this call read the EXEC that wrote the chunk: no
 /// attempt of the call comes after, and every earlier attempt watched the record before this one's SET touched
 /// it, so a late EXEC of theirs is aborted all the same.
-pub async fn write_chunk(pool: &Pool, chunk: &ChunkWrite) -> Result<usize> {
-    let n = chunk.len();
+pub async fn write_chunk(pool: &Pool, mut chunk: ChunkWrite) -> Result<usize> {
+    chunk.seal();
+    let (chunk, n) = (&chunk, chunk.len());
     let mut watch = Pipeline::with_capacity(2);
     watch.cmd("WATCH").arg(&chunk.record);
     watch.cmd("GET").arg(&chunk.record);
@@ -854,8 +890,9 @@ mod tests {
         let args = |front: bool, done: usize| -> Vec<Vec<String>> {
             let mut write = ChunkWrite::new(&topic, "a", 120_000, front, true);
             for id in ["a", "b", "c"] {
-                write.message(&topic, id.into()).arg("k").arg(id);
+                write.message(&topic, id.into(), [("k", id)].into_iter());
             }
+            write.seal();
             write.transaction(done).cmd_iter().map(packed).collect()
         };
         let hset = |id: &str| vec!["HSET".to_string(), format!("rfq:t:message:{id}"), "k".into(), id.into()];

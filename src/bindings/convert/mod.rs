@@ -136,56 +136,69 @@ fn fields_within(obj: &Bound<'_, PyAny>, max_bytes: usize, max_fields: Option<us
             format!("a message must be a mapping of str to str, got {}", type_name(obj)),
         )
     };
-    let pairs: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = if let Ok(d) = obj.cast::<PyDict>() {
-        d.iter().collect()
+    let out = if let Ok(d) = obj.cast::<PyDict>() {
+        // A dict is read in place: no list of its items first (a publish converts a dict per message).
+        field_count(d.len(), max_fields)?;
+        let mut out = Vec::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            out.push(field(&k, &v)?);
+        }
+        out
     } else {
         let m = obj.cast::<PyMapping>().map_err(|_| not_mapping())?;
         let items = m.items().map_err(|_| not_mapping())?;
-        let mut out = Vec::with_capacity(items.len());
+        let mut pairs: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = Vec::with_capacity(items.len());
         for item in items.iter() {
-            out.push(item.extract().map_err(|_| not_mapping())?);
+            pairs.push(item.extract().map_err(|_| not_mapping())?);
         }
-        out
+        field_count(pairs.len(), max_fields)?;
+        pairs.iter().map(|(k, v)| field(k, v)).collect::<Result<Fields>>()?
     };
-    if pairs.is_empty() {
+    validate::fields(&out, max_bytes)?;
+    Ok(out)
+}
+
+/// A message has at least one field, and at most `max_fields` when given.
+fn field_count(n: usize, max_fields: Option<usize>) -> Result<()> {
+    if n == 0 {
         return Err(Error::new(
             ErrorKind::InvalidMessage,
             "a message must have at least one field",
         ));
     }
-    if let Some(most) = max_fields {
-        validate::field_count(pairs.len(), most)?;
+    match max_fields {
+        Some(most) => validate::field_count(n, most),
+        None => Ok(()),
     }
-    let mut out = Vec::with_capacity(pairs.len());
-    for (k, v) in &pairs {
-        let key = match str_of(k) {
-            Some(key) => key?,
-            None => {
-                return Err(Error::new(
-                    ErrorKind::InvalidMessage,
-                    format!("message field names must be str, got {}", type_name(k)),
-                ))
-            }
-        };
-        if key.is_empty() {
+}
+
+/// One field of a message: a non-empty str name and a str value.
+fn field(k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> Result<(String, String)> {
+    let key = match str_of(k) {
+        Some(key) => key?,
+        None => {
             return Err(Error::new(
                 ErrorKind::InvalidMessage,
-                "message field names must be non-empty",
-            ));
+                format!("message field names must be str, got {}", type_name(k)),
+            ))
         }
-        let value = match str_of(v) {
-            Some(value) => value?,
-            None => {
-                return Err(Error::new(
-                    ErrorKind::InvalidMessage,
-                    format!("message field {} must be a str, got {}", py_repr(&key), type_name(v)),
-                ))
-            }
-        };
-        out.push((key, value));
+    };
+    if key.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidMessage,
+            "message field names must be non-empty",
+        ));
     }
-    validate::fields(&out, max_bytes)?;
-    Ok(out)
+    let value = match str_of(v) {
+        Some(value) => value?,
+        None => {
+            return Err(Error::new(
+                ErrorKind::InvalidMessage,
+                format!("message field {} must be a str, got {}", py_repr(&key), type_name(v)),
+            ))
+        }
+    };
+    Ok((key, value))
 }
 
 /// The iterator of a batch argument: any iterable except a str, bytes, mapping or Message.
