@@ -148,7 +148,7 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
 const WATCH_ROUNDS: usize = 16;
 
 /// One publish chunk written as a watched transaction (see [`write_chunk`]): its record, the messages' ids
-/// and, in `pipe`, `MULTI` and one HSET per message, in input order. [`ChunkWrite::seal`] adds the rest of
+/// and, in `pipe`, `MULTI` and one HSET per message, in input order. [`ChunkWrite::sealed`] adds the rest of
 /// the transaction, so the usual round (nothing of the chunk written yet) sends `pipe` as it is, without a
 /// copy of every message.
 pub struct ChunkWrite {
@@ -159,7 +159,6 @@ pub struct ChunkWrite {
     forget: bool,
     ids: Vec<String>,
     pipe: Pipeline,
-    sealed: bool,
 }
 
 impl ChunkWrite {
@@ -177,7 +176,6 @@ impl ChunkWrite {
             forget,
             ids: Vec::new(),
             pipe,
-            sealed: false,
         }
     }
 
@@ -188,7 +186,6 @@ impl ChunkWrite {
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
     {
-        debug_assert!(!self.sealed, "a sealed chunk takes no more messages");
         let (pairs, bytes) = fields.clone().fold((0, 0), |(n, b), (k, v)| {
             (n + 1, b + k.as_ref().len() + v.as_ref().len())
         });
@@ -210,20 +207,17 @@ impl ChunkWrite {
         self.ids.is_empty()
     }
 
-    /// Ends the transaction of the whole chunk: the push of every id, the record, `EXEC`.
-    pub fn seal(&mut self) {
-        if !self.sealed {
-            let mut pipe = std::mem::take(&mut self.pipe);
-            self.tail(&mut pipe, 0);
-            self.pipe = pipe;
-            self.sealed = true;
-        }
+    /// The chunk with the transaction of all its messages ended: the push of every id, the record, `EXEC`.
+    fn sealed(mut self) -> Self {
+        let mut pipe = std::mem::take(&mut self.pipe);
+        self.tail(&mut pipe, 0);
+        self.pipe = pipe;
+        self
     }
 
-    /// `MULTI`, the messages after the first `done`, their ids onto the backlog, the record, `EXEC` (after
-    /// [`ChunkWrite::seal`]).
+    /// `MULTI`, the messages after the first `done`, their ids onto the backlog, the record, `EXEC` (of a
+    /// [`ChunkWrite::sealed`] chunk).
     fn transaction(&self, done: usize) -> std::borrow::Cow<'_, Pipeline> {
-        debug_assert!(self.sealed, "a chunk is sealed before it is sent");
         if done == 0 {
             return std::borrow::Cow::Borrowed(&self.pipe);
         }
@@ -279,9 +273,9 @@ fn server_error(v: &Value) -> Option<Error> {
 /// A record of this call's own (`forget`) is deleted once this call read the EXEC that wrote the chunk: no
 /// attempt of the call comes after, and every earlier attempt watched the record before this one's SET touched
 /// it, so a late EXEC of theirs is aborted all the same.
-pub async fn write_chunk(pool: &Pool, mut chunk: ChunkWrite) -> Result<usize> {
-    chunk.seal();
-    let (chunk, n) = (&chunk, chunk.len());
+pub async fn write_chunk(pool: &Pool, chunk: ChunkWrite) -> Result<usize> {
+    let chunk = &chunk.sealed();
+    let n = chunk.len();
     let mut watch = Pipeline::with_capacity(2);
     watch.cmd("WATCH").arg(&chunk.record);
     watch.cmd("GET").arg(&chunk.record);
@@ -892,8 +886,7 @@ mod tests {
             for id in ["a", "b", "c"] {
                 write.message(&topic, id.into(), [("k", id)].into_iter());
             }
-            write.seal();
-            write.transaction(done).cmd_iter().map(packed).collect()
+            write.sealed().transaction(done).cmd_iter().map(packed).collect()
         };
         let hset = |id: &str| vec!["HSET".to_string(), format!("rfq:t:message:{id}"), "k".into(), id.into()];
         let owned = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();

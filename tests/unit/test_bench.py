@@ -384,7 +384,7 @@ def test_paired_ratios_replace_the_matrix_ones() -> None:
     assert '| 0.89× | 0.75 1.00 0.89 | ≥ 0.85× | yes |' in render_markdown(data)
 
 
-def test_targets_timed_with_the_aof_switched_get_their_own_columns() -> None:
+def test_targets_timed_with_the_aof_switched_get_their_own_table() -> None:
     data = synthetic()
     label = 'publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000'
     data['paired_switched'] = {
