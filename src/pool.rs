@@ -1,7 +1,8 @@
 //! Connections: `pool_size` shared multiplexed connections chosen round-robin (each pipelines many calls and
 //! is replaced after it drops), plus dedicated connections for blocking claims so a BLMOVE never stalls
-//! other calls, and for calls that keep state on their connection (WATCH). Also the retry policy (LOADING,
-//! dropped connections) and script execution with NOSCRIPT fallback.
+//! other calls, and for calls that keep state on their connection (WATCH); blocking connections for the
+//! single calls of the sync clients ([`Pool::direct`]). Also the retry policy (LOADING, dropped
+//! connections) and script execution with NOSCRIPT fallback.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -118,6 +119,11 @@ pub struct Pool {
     next: AtomicUsize,
     generation: AtomicU64,
     dedicated: Mutex<Vec<Live>>,
+    /// The blocking connections of [`Pool::direct`]: at most `pool_size`, one per thread calling at once.
+    direct: Mutex<DirectConns>,
+    /// Set when a blocking connection could not be made; cleared by the next connection made the usual
+    /// way: until then [`Pool::direct`] is not tried, so a call does not wait for a connect that fails.
+    direct_off: AtomicBool,
     /// Set once the server's eviction policy has been read (on the first connection that can).
     policy_checked: AtomicBool,
     /// Set once the server's version has been found supported (see [`Pool::check_version`]).
@@ -167,6 +173,8 @@ impl Pool {
             next: AtomicUsize::new(0),
             generation: AtomicU64::new(1),
             dedicated: Mutex::new(Vec::new()),
+            direct: Mutex::new(DirectConns::default()),
+            direct_off: AtomicBool::new(false),
             policy_checked: AtomicBool::new(false),
             version_checked: AtomicBool::new(false),
             delete_later: Mutex::new(Vec::new()),
@@ -247,6 +255,7 @@ impl Pool {
         if !self.policy_checked.load(Ordering::Acquire) {
             self.check_policy(&mut conn).await;
         }
+        self.direct_off.store(false, Ordering::Relaxed);
         Ok(Live { conn, dead, listener })
     }
 
@@ -369,6 +378,7 @@ impl Pool {
             }
         }
         self.dedicated.lock().unwrap().clear();
+        self.direct.lock().unwrap().forget_idle();
     }
 
     /// Runs one blocking command on a dedicated connection (never a shared one, which it would stall), with
@@ -427,6 +437,7 @@ impl Pool {
             s.conn.lock().unwrap().take();
         }
         self.dedicated.lock().unwrap().clear();
+        self.direct.lock().unwrap().forget_idle();
     }
 
     /// Runs `op` on a shared connection, with the retry policy of [`Retries`].
@@ -516,6 +527,99 @@ impl Pool {
             Err(_) => {}
         }
         result
+    }
+
+    /// Sends `cmds` in one round trip on a blocking connection, written and read by the calling thread, when
+    /// that thread waits for the call itself (a call of a sync client, inside [`SYNC_CALL`]; never a call on
+    /// the asyncio clients' runtime, whose threads must not block, nor a call started ahead, whose caller
+    /// goes on meanwhile): the reply then reaches the caller without the connection's task, its channels
+    /// and the runtime's turns in between (about 10 µs of client CPU per single publish here, a tenth of
+    /// its time). For calls that may be made twice (`cmds` idempotent): after a dropped connection or a
+    /// wait cut short by a signal, the caller makes the call again the usual way.
+    ///
+    /// The keys left by [`Pool::delete_later`] go first, as in [`Pool::send_pipeline`]; the replies are
+    /// `cmds`', error replies included, in order. Not tried before the pool's first connection has checked
+    /// the server (see [`Pool::connect`]), nor when no blocking connection can be made (the usual way then
+    /// connects, or says why it cannot).
+    pub fn direct(&self, cmds: &[&Cmd]) -> Direct<Vec<Value>> {
+        let sync_call = SYNC_CALL.try_with(|_| ()).is_ok();
+        if !sync_call || self.direct_off.load(Ordering::Relaxed) || !self.version_checked.load(Ordering::Acquire) {
+            return Direct::NothingDone;
+        }
+        // With `pool_size` threads in direct calls already, this one goes the usual way.
+        let Some(idle) = self.direct.lock().unwrap().take(self.opts.pool_size) else {
+            return Direct::NothingDone;
+        };
+        let Some(mut conn) = idle.or_else(|| self.connect_direct()) else {
+            self.direct.lock().unwrap().total -= 1;
+            return Direct::NothingDone;
+        };
+        let keys = self.take_delete_later();
+        let mut packed = if keys.is_empty() {
+            Vec::new()
+        } else {
+            deletes_of(&keys).get_packed_pipeline()
+        };
+        for cmd in cmds {
+            cmd.write_packed_command(&mut packed);
+        }
+        let replies = exchange(&mut conn, &packed, keys.len(), cmds.len());
+        self.unless_sent(&replies, keys);
+        match replies {
+            // Nothing ran: the usual way loads the scripts, or waits for the server to load its data.
+            Ok(replies) if replies.iter().any(|r| is_noscript(r) || is_loading(r)) => {
+                self.keep_direct(conn);
+                Direct::NothingDone
+            }
+            Ok(replies) => {
+                self.keep_direct(conn);
+                Direct::Done(Ok(replies))
+            }
+            Err(e) => {
+                self.direct.lock().unwrap().total -= 1;
+                if e.is_timeout() {
+                    Direct::Done(Err(self.map_err(e)))
+                } else {
+                    // Dropped, or a signal cut the wait short (the usual way's wait checks for it).
+                    Direct::Again
+                }
+            }
+        }
+    }
+
+    /// One script call by [`Pool::direct`]; an error reply becomes the error.
+    pub fn direct_eval(&self, cmd: &Cmd) -> Direct<Value> {
+        match self.direct(&[cmd]) {
+            Direct::Done(replies) => Direct::Done(
+                replies
+                    .and_then(first_error)
+                    .and_then(|mut replies| replies.pop().ok_or_else(|| Error::protocol("Redis sent no reply"))),
+            ),
+            Direct::Again => Direct::Again,
+            Direct::NothingDone => Direct::NothingDone,
+        }
+    }
+
+    /// A new blocking connection with the pool's timeouts and client name; None (and direct calls off
+    /// until the next usual connection) when it cannot be made.
+    fn connect_direct(&self) -> Option<redis::Connection> {
+        let made = (|| {
+            let mut conn = self.client.get_connection_with_timeout(self.opts.connect_timeout)?;
+            conn.set_read_timeout(Some(self.opts.command_timeout))?;
+            conn.set_write_timeout(Some(self.opts.command_timeout))?;
+            if let Some(name) = &self.opts.client_name {
+                redis::cmd("CLIENT").arg("SETNAME").arg(name).exec(&mut conn)?;
+            }
+            redis::RedisResult::Ok(conn)
+        })();
+        if made.is_err() {
+            self.direct_off.store(true, Ordering::Relaxed);
+        }
+        made.ok()
+    }
+
+    fn keep_direct(&self, conn: redis::Connection) {
+        self.direct.lock().unwrap().idle.push(conn);
     }
 
     /// Leaves `key` (a key that expires by itself, such as a publish record) for the client's next request to
@@ -738,6 +842,75 @@ async fn settle() {
     tokio::task::yield_now().await;
 }
 
+tokio::task_local! {
+    /// Set around the future of a call that its caller's thread waits for, driving the sync clients'
+    /// runtime itself (`bindings::runtime::wait`): its round trips may go through [`Pool::direct`]. Tasks
+    /// it spawns, and calls started ahead, do not inherit it.
+    pub static SYNC_CALL: ();
+}
+
+/// The blocking connections of [`Pool::direct`]: the idle ones, and how many there are in all (idle or in
+/// a call); one dropped after an error no longer counts.
+#[derive(Default)]
+struct DirectConns {
+    idle: Vec<redis::Connection>,
+    total: usize,
+}
+
+impl DirectConns {
+    /// An idle connection (`Some(Some(_))`); else, below `most`, leave to make a new one (`Some(None)`,
+    /// counted from now: the caller uncounts it if it cannot be made); else None.
+    fn take(&mut self, most: usize) -> Option<Option<redis::Connection>> {
+        if let Some(conn) = self.idle.pop() {
+            return Some(Some(conn));
+        }
+        (self.total < most).then(|| {
+            self.total += 1;
+            None
+        })
+    }
+
+    /// Drops the idle connections (after a dropped connection, or on close); those in calls stay counted
+    /// until their calls end.
+    fn forget_idle(&mut self) {
+        self.total -= self.idle.len();
+        self.idle.clear();
+    }
+}
+
+/// What [`Pool::direct`] came to.
+pub enum Direct<T> {
+    /// Not sent, or refused before it ran (NOSCRIPT, LOADING): the call is to be made the usual way.
+    NothingDone,
+    /// The call may have reached the server and is to be made again the usual way.
+    Again,
+    /// The call's result.
+    Done(Result<T>),
+}
+
+/// Writes `packed` (`skip` + `count` commands) and reads their replies, those of the last `count` kept;
+/// stops at the first failure (a timeout, a dropped connection, a signal), which leaves the connection's
+/// replies out of step: the caller drops it.
+fn exchange(conn: &mut redis::Connection, packed: &[u8], skip: usize, count: usize) -> redis::RedisResult<Vec<Value>> {
+    conn.send_packed_command(packed)?;
+    let mut replies = Vec::with_capacity(count);
+    let mut read = 0;
+    while read < skip + count {
+        match conn.recv_response()? {
+            // Out-of-band (RESP3 push): not a reply.
+            Value::Push { .. } => continue,
+            reply if read >= skip => replies.push(reply),
+            _ => {}
+        }
+        read += 1;
+    }
+    Ok(replies)
+}
+
+fn is_loading(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if e.code() == "LOADING")
+}
+
 fn is_noscript(v: &Value) -> bool {
     matches!(v, Value::ServerError(e) if e.code() == "NOSCRIPT")
 }
@@ -751,7 +924,7 @@ fn deletes_of(keys: &[String]) -> Pipeline {
     pipe
 }
 
-fn first_error(replies: Vec<Value>) -> Result<Vec<Value>> {
+pub fn first_error(replies: Vec<Value>) -> Result<Vec<Value>> {
     if let Some(Value::ServerError(e)) = replies.iter().find(|v| matches!(v, Value::ServerError(_))) {
         return Err(Error::server(e.code(), e.details().unwrap_or("")));
     }
@@ -810,6 +983,18 @@ mod tests {
         };
         assert_eq!(policy_of(&info).as_deref(), Some("volatile-lfu"));
         assert_eq!(policy_of(&Value::Nil), None);
+    }
+
+    #[test]
+    fn direct_connections_stay_within_their_bound() {
+        let mut conns = DirectConns::default();
+        assert!(matches!(conns.take(2), Some(None)));
+        assert!(matches!(conns.take(2), Some(None)));
+        assert!(conns.take(2).is_none(), "a third thread goes the usual way");
+        conns.total -= 1; // one of them could not be made, or was dropped after an error
+        assert!(matches!(conns.take(2), Some(None)));
+        conns.forget_idle();
+        assert_eq!(conns.total, 2, "connections in calls stay counted");
     }
 
     #[test]

@@ -182,7 +182,7 @@ where
     }
     let interrupted = {
         // Pinned here, so a slice that times out leaves the call where it is for the next slice.
-        let mut call = std::pin::pin!(fut);
+        let mut call = std::pin::pin!(crate::pool::SYNC_CALL.scope((), fut));
         match drive(py, &mut call) {
             Ok(result) => return Ok(result),
             Err(err) => err,

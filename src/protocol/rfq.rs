@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
-use crate::pool::Pool;
+use crate::pool::{Direct, Pool};
 use crate::protocol::common::{
     array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take, unexpected,
     Fields,
@@ -130,7 +130,18 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
     for (k, v) in &fields {
         cmd.arg(k).arg(v);
     }
-    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    // A sync client's call goes first on a blocking connection (see `Pool::direct`); an attempt there that
+    // may have reached Redis counts as the first.
+    let first = match pool.direct_eval(&cmd) {
+        Direct::Done(reply) => {
+            reply?;
+            pool.delete_later(record);
+            return Ok(id);
+        }
+        Direct::Again => 1,
+        Direct::NothingDone => 0,
+    };
+    let attempts = std::sync::atomic::AtomicUsize::new(first);
     let (cmd, attempts_ref) = (&cmd, &attempts);
     pool.exclusive(true, |mut conn| async move {
         attempts_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -386,6 +397,13 @@ async fn with_bodies(
             cmd
         })
         .collect();
+    // A sync client's single claim reads its body on a blocking connection (see `Pool::direct`).
+    if let [cmd] = cmds.as_slice() {
+        if let Direct::Done(body) = pool.direct(&[cmd]) {
+            let bodies = crate::pool::first_error(body?)?;
+            return bodied(pool, token, topics, held, bodies).await;
+        }
+    }
     let pipes = pipelines(cmds);
     let bodies = pool
         .run(true, |mut conn| {
@@ -399,6 +417,17 @@ async fn with_bodies(
             }
         })
         .await?;
+    bodied(pool, token, topics, held, bodies).await
+}
+
+/// The claimed messages of `held` with their `bodies`; those without one (deleted meanwhile) are committed.
+async fn bodied(
+    pool: &Pool,
+    token: &str,
+    topics: &[Arc<TopicKeys>],
+    held: Vec<(usize, String, i64)>,
+    bodies: Vec<Value>,
+) -> Result<Vec<Claimed>> {
     let mut out = Vec::with_capacity(held.len());
     let mut ghosts = Vec::new();
     let claim: Arc<str> = Arc::from(token);

@@ -247,6 +247,65 @@ def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
     assert status == 0
 
 
+_CTRL_C_PUBLISH_CHILD = """
+import sys
+import ferroq, ferroq.pure
+url, kind = sys.argv[1], sys.argv[2]
+c = (ferroq.Client if kind == 'native' else ferroq.pure.Client)(url, command_timeout=30)
+t = c.topic('ctrl-c')
+t.publish({'n': '0'})
+t.publish({'n': '0'})  # connected and the script loaded: the native client's next one waits on a blocking connection
+print('ready', flush=True)
+sys.stdin.readline()  # Redis holds writes now
+try:
+    t.publish({'n': '1'})
+except KeyboardInterrupt:
+    print('interrupted', flush=True)
+sys.stdin.readline()  # Redis runs writes again
+print('published', len(t.publish({'n': '2'})) == 32, flush=True)
+"""
+
+
+@pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
+def test_ctrl_c_interrupts_a_single_publish(kind, redis_url, r):
+    """SIGINT while a single publish waits for Redis (its writes paused) raises KeyboardInterrupt at once, and the
+    client still works."""
+    child = subprocess.Popen(
+        [sys.executable, '-c', _CTRL_C_PUBLISH_CHILD, redis_url, kind],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    # Without the interruption the publish waits for its command timeout (30 s): the child is killed first.
+    killer = threading.Timer(20, child.kill)
+    killer.start()
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        assert child.stdout.readline().strip() == 'ready'
+        r.execute_command('CLIENT', 'PAUSE', 60_000, 'WRITE')
+        try:
+            child.stdin.write('go\n')
+            child.stdin.flush()
+            deadline = time.monotonic() + 10
+            while not r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert r.info('clients')['blocked_clients'] == 1  # the child's publish waits
+            child.send_signal(signal.SIGINT)
+            assert child.stdout.readline().strip() == 'interrupted'
+        finally:
+            r.execute_command('CLIENT', 'UNPAUSE')
+        child.stdin.write('go\n')
+        child.stdin.flush()
+        out, _ = child.communicate(timeout=30)
+    finally:
+        killer.cancel()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert out.split('\n')[0] == 'published True'
+    assert child.returncode == 0
+
+
 _CTRL_C_BATCHES_CHILD = """
 import os, sys
 import ferroq
