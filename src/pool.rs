@@ -534,8 +534,9 @@ impl Pool {
     /// the asyncio clients' runtime, whose threads must not block, nor a call started ahead, whose caller
     /// goes on meanwhile): the reply then reaches the caller without the connection's task, its channels
     /// and the runtime's turns in between (about 10 µs of client CPU per single publish here, a tenth of
-    /// its time). For calls that may be made twice (`cmds` idempotent): after a dropped connection or a
-    /// wait cut short by a signal, the caller makes the call again the usual way.
+    /// its time). After a dropped connection or a wait cut short by a signal once `cmds` were written, the
+    /// caller is told they may have run ([`Direct::Again`]): an idempotent call is made again the usual
+    /// way, a claim first looks whether it was made.
     ///
     /// The keys left by [`Pool::delete_later`] go first, as in [`Pool::send_pipeline`]; the replies are
     /// `cmds`', error replies included, in order. Not tried before the pool's first connection has checked
@@ -882,7 +883,8 @@ impl DirectConns {
 pub enum Direct<T> {
     /// Not sent, or refused before it ran (NOSCRIPT, LOADING): the call is to be made the usual way.
     NothingDone,
-    /// The call may have reached the server and is to be made again the usual way.
+    /// The call may have reached the server (and may yet run, after a signal: the server reads what was
+    /// written before the connection's close); whether to make it again the usual way is the caller's call.
     Again,
     /// The call's result.
     Done(Result<T>),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, Pipeline, Value};
 
-use crate::errors::{Error, Result};
+use crate::errors::{Error, ErrorKind, Result};
 use crate::pool::{Direct, Pool};
 use crate::protocol::common::{
     array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take, unexpected,
@@ -466,9 +466,44 @@ async fn claim_now(
 ) -> Result<Vec<Claimed>> {
     let token = ids::claim_token();
     let cmd = claim_cmd(topics, count, lease_ms, moved, owner, &token);
-    // A claim moves messages: repeating it after a drop could lease messages nobody receives.
-    let held = decode_claim(eval_one(pool, false, Id::Claim, &cmd).await?, topics.len())?;
+    // A claim moves messages: repeating it after a drop could lease messages nobody receives. A sync
+    // client's claim goes first on a blocking connection (see `Pool::direct`); when that connection fails
+    // after the claim was written, the claim is made the usual way only if it holds nothing.
+    let reply = match pool.direct_eval(&cmd) {
+        Direct::Done(reply) => reply?,
+        Direct::NothingDone => eval_one(pool, false, Id::Claim, &cmd).await?,
+        Direct::Again => {
+            if claim_holds(pool, topics, &token).await? {
+                return Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "the connection to Redis at {} dropped after a claim was sent and made: its messages \
+                         return to their topics when its lease ends",
+                        pool.shown_url()
+                    ),
+                ));
+            }
+            eval_one(pool, false, Id::Claim, &cmd).await?
+        }
+    };
+    let held = decode_claim(reply, topics.len())?;
     with_bodies(pool, topics, &token, held).await
+}
+
+/// Whether the claim `token` holds messages of any of `topics`: claim-8n writes its record (field `token`
+/// of each topic's claims hash) with the messages it takes, in the same script.
+async fn claim_holds(pool: &Pool, topics: &[Arc<TopicKeys>], token: &str) -> Result<bool> {
+    let mut pipe = Pipeline::with_capacity(topics.len());
+    for topic in topics {
+        pipe.cmd("HEXISTS").arg(&topic.claims).arg(token);
+    }
+    let replies = pool
+        .run(true, |mut conn| {
+            let pipe = &pipe;
+            async move { pool.query_pipe(&mut conn, pipe).await }
+        })
+        .await?;
+    Ok(replies.iter().any(|r| matches!(r, Value::Int(1))))
 }
 
 /// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many

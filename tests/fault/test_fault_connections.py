@@ -2,7 +2,8 @@
 
 What they prove: a publish or commit whose connection breaks before, during or after the server ran it
 is retried once and leaves each message exactly once (a publish chunk is guarded by its record, commit is fenced);
-another client never sees part of a batch; under repeated CLIENT KILL nothing is lost or committed twice.
+another client never sees part of a batch; under repeated CLIENT KILL nothing is lost or committed twice; a
+claim whose connection breaks is never made twice.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import redis
 from _fault_history import body, delivery
 from _fault_proxy import KINDS as FAULTS
 
+import ferroq
 from _adapters import KINDS, new_client
 from conftest import pending, wait_for
 from ferroq import protocol
@@ -111,6 +113,52 @@ def test_batch_through_a_broken_connection(impl, fault, server, r, proxy, loop_t
     report(f'mid-batch-{fault}[{impl}]', counts)
     counts.assert_targets(set())
     assert counts.duplicated == 0 and counts.published == BATCH
+
+
+@pytest.mark.parametrize('fault', FAULTS)
+@pytest.mark.parametrize('impl', KINDS)
+def test_claim_through_a_broken_connection(impl, fault, server, r, proxy, loop_thread):
+    """A claim hit by ``fault`` returns the message, or fails with ConnectionFailed and leaves it to come back
+    once its lease ends (claimed once more, its deliveries counted): never lost, never held by two claims. A
+    claim is not repeated after a drop, except a native sync claim that its blocking connection lost before
+    it ran (its record shows it was not made): that one returns the message."""
+    topic = 'claim-fault'
+    client = new_client(impl, loop_thread, proxy.url, command_timeout=5.0)
+    try:
+        t = client.topic(topic)
+        t.publish({'k': 'warm-up'})  # connects and loads the scripts before the fault is armed
+        [warm] = t.claim()
+        t.commit([warm])
+        [mid] = t.publish_batch([{'k': 'v'}])
+        proxy.arm(fault, _script_sha('rfq/claim-8n'), end=b'')
+        try:
+            got = t.claim(lease=LEASE)
+        except ferroq.ConnectionFailed:
+            got = None
+        assert proxy.pending() == 0, 'the fault was never triggered'
+        if fault == 'drop-reply':
+            assert got is None  # the claim was made: making it again would hold the message for nobody
+        if fault == 'drop-request' and impl == 'native':
+            assert got is not None  # the claim was not made: it is made again
+        if got is None:
+            # Claimed at once when the failed claim was not made, else once its lease ends (10x its length to
+            # come back), then counted as a second delivery.
+            deadline = time.monotonic() + 10 * LEASE
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.05)
+                t.harvest()
+                got = t.claim()
+            assert got, 'the message never came back'
+            made = {'drop-request': [1], 'drop-reply': [2], 'reset': [1, 2]}[fault]
+            assert got[0].deliveries in made
+        else:
+            assert got[0].deliveries == 1
+        assert [m.id for m in got] == [mid]
+        assert t.commit(got) == [mid]
+        assert t.claim() == [] and pending(r, topic) == 0
+        assert not r.exists(f'rfq:{topic}:leases', f'rfq:{topic}:claims', f'rfq:{topic}:inflight')
+    finally:
+        client.close()
 
 
 @pytest.mark.parametrize('impl', ['native-async', 'pure-async'])

@@ -247,18 +247,19 @@ def test_ctrl_c_interrupts_a_blocking_claim(kind, redis_url, r):
     assert status == 0
 
 
-_CTRL_C_PUBLISH_CHILD = """
+_CTRL_C_SINGLE_CHILD = """
 import sys
 import ferroq, ferroq.pure
-url, kind = sys.argv[1], sys.argv[2]
+url, kind, call = sys.argv[1], sys.argv[2], sys.argv[3]
 c = (ferroq.Client if kind == 'native' else ferroq.pure.Client)(url, command_timeout=30)
 t = c.topic('ctrl-c')
 t.publish({'n': '0'})
-t.publish({'n': '0'})  # connected and the script loaded: the native client's next one waits on a blocking connection
+t.publish({'n': '0'})
+t.claim()  # connected and the scripts loaded: the native client's next call waits on a blocking connection
 print('ready', flush=True)
 sys.stdin.readline()  # Redis holds writes now
 try:
-    t.publish({'n': '1'})
+    t.publish({'n': '1'}) if call == 'publish' else t.claim()
 except KeyboardInterrupt:
     print('interrupted', flush=True)
 sys.stdin.readline()  # Redis runs writes again
@@ -266,17 +267,18 @@ print('published', len(t.publish({'n': '2'})) == 32, flush=True)
 """
 
 
+@pytest.mark.parametrize('call', ['publish', 'claim'])
 @pytest.mark.parametrize('kind', list(SYNC_CLIENTS))
-def test_ctrl_c_interrupts_a_single_publish(kind, redis_url, r):
-    """SIGINT while a single publish waits for Redis (its writes paused) raises KeyboardInterrupt at once, and the
-    client still works."""
+def test_ctrl_c_interrupts_a_single_call(kind, call, redis_url, r):
+    """SIGINT while a single publish or claim waits for Redis (its writes paused) raises KeyboardInterrupt at
+    once, and the client still works."""
     child = subprocess.Popen(
-        [sys.executable, '-c', _CTRL_C_PUBLISH_CHILD, redis_url, kind],
+        [sys.executable, '-c', _CTRL_C_SINGLE_CHILD, redis_url, kind, call],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
-    # Without the interruption the publish waits for its command timeout (30 s): the child is killed first.
+    # Without the interruption the call waits for its command timeout (30 s): the child is killed first.
     killer = threading.Timer(20, child.kill)
     killer.start()
     try:
@@ -289,7 +291,7 @@ def test_ctrl_c_interrupts_a_single_publish(kind, redis_url, r):
             deadline = time.monotonic() + 10
             while not r.info('clients')['blocked_clients'] and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert r.info('clients')['blocked_clients'] == 1  # the child's publish waits
+            assert r.info('clients')['blocked_clients'] == 1  # the child's call waits
             child.send_signal(signal.SIGINT)
             assert child.stdout.readline().strip() == 'interrupted'
         finally:
