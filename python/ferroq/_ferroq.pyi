@@ -189,6 +189,15 @@ class Client:
 
         ``owner`` (a worker name) records the claims in that worker's processing list (see Topic.resume).
         """
+    def _claim_deferred(
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
+    ) -> ClaimedBatch:
+        """:meth:`claim`, its messages not yet made into Python objects (see :class:`ClaimedBatch`)."""
     def commit(self, messages: Iterable[Message]) -> list[str]:
         """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
     def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
@@ -271,6 +280,10 @@ class Topic:
         Delayed releases that are due return to the backlog first. ``owner`` (a worker name) records the
         claims in that worker's processing list (see :meth:`resume`).
         """
+    def _claim_deferred(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> ClaimedBatch:
+        """:meth:`claim`, its messages not yet made into Python objects (see :class:`ClaimedBatch`)."""
     def batches(
         self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> Batches:
@@ -337,6 +350,15 @@ class Topic:
         """Backlog and nextlog lengths, leases, expired leases and the oldest message's age."""
     def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
         """Delete every message of the backlog (or nextlog); returns how many."""
+
+@final
+class ClaimedBatch:
+    """A claim's messages before they are made into Python objects (``_claim_deferred``): a loop that claims ahead
+    sends its next claim first, then makes them (used by ferroq.batches and the worker)."""
+
+    def __len__(self) -> int: ...
+    def messages(self) -> list[Message]:
+        """The messages, made once; a second call raises RuntimeError."""
 
 @final
 class ClaimAhead:
@@ -407,6 +429,14 @@ class AsyncClient:
         lease: float = 30.0,
         owner: str | None = None,
     ) -> list[Message]: ...
+    async def _claim_deferred(
+        self,
+        topics: Sequence[str],
+        count: int = 1,
+        block: float | None = None,
+        lease: float = 30.0,
+        owner: str | None = None,
+    ) -> ClaimedBatch: ...
     async def commit(self, messages: Iterable[Message]) -> list[str]: ...
     async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]: ...
     async def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]: ...
@@ -438,6 +468,9 @@ class AsyncTopic:
     async def claim(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> list[Message]: ...
+    async def _claim_deferred(
+        self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
+    ) -> ClaimedBatch: ...
     def batches(
         self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> AsyncBatches: ...

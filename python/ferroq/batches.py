@@ -29,8 +29,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Union, cast
 
 from ferroq.exceptions import FerroqError
 
@@ -113,6 +114,40 @@ def _native_ahead(source: Any, kwargs: dict[str, Any]) -> Any:
     return None
 
 
+class Deferred(Protocol):
+    """A claim's messages before they are made into Python objects (the native asyncio client's
+    ``_claim_deferred``, a ``ClaimedBatch``): its length costs nothing, ``messages()`` makes them (once)."""
+
+    def __len__(self) -> int: ...
+    def messages(self) -> list[Message]: ...
+
+
+#: What a claim returned: its messages, or a :class:`Deferred` batch of them.
+Claimed = Union['list[Message]', Deferred]
+
+
+def deferred_claim(source: Any) -> Callable[..., Awaitable[Deferred]] | None:
+    """The claim of a native asyncio client or topic that defers making its messages, else None.
+
+    Making a batch of 1000 messages takes the event loop's thread about a millisecond; a loop that claims ahead
+    sends its next claim first (and the server works on it meanwhile), then makes them. The sync clients have
+    no need: the native sync ``Batches`` sends the next claim from Rust, and a sync client's claim runs on
+    another thread.
+    """
+    try:
+        from ferroq._ferroq import AsyncClient, AsyncTopic
+    except ImportError:  # a pure-Python install
+        return None
+    if isinstance(source, (AsyncClient, AsyncTopic)):
+        return cast('Callable[..., Awaitable[Deferred]]', source._claim_deferred)
+    return None
+
+
+def made(claimed: Claimed) -> list[Message]:
+    """The messages of what a claim returned (making them, for a deferred batch)."""
+    return claimed if isinstance(claimed, list) else claimed.messages()
+
+
 class Batches(_Iteration):
     """Batches of one topic's messages, claimed one ahead (see :mod:`ferroq.batches`); a context manager."""
 
@@ -186,11 +221,18 @@ class Batches(_Iteration):
 class AsyncBatches(_Iteration):
     """The asyncio form of :class:`Batches`: ``async for`` and ``async with``; the claim ahead is a task."""
 
-    _ahead: asyncio.Future[list[Message]] | None
+    _ahead: asyncio.Future[Claimed] | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._turn = asyncio.Lock()
+        # A native topic's claims return their messages unmade: each batch is made once the next claim is sent.
+        self._deferred = deferred_claim(self._topic)
+
+    def _claim(self) -> Any:
+        if self._deferred is not None:
+            return self._deferred(**self._kwargs)
+        return super()._claim()
 
     def __aiter__(self) -> Self:
         return self
@@ -200,12 +242,12 @@ class AsyncBatches(_Iteration):
             if self._closed:
                 raise StopAsyncIteration
             ahead, self._ahead = self._ahead, None
-            batch: list[Message] = await (ahead if ahead is not None else self._claim())
+            batch: Claimed = await (ahead if ahead is not None else self._claim())
             if not batch:
                 await self._close()
                 raise StopAsyncIteration
             self._ahead = asyncio.ensure_future(self._claim())
-            return batch
+            return made(batch)
 
     async def close(self) -> None:
         """Stop claiming and give the batch claimed ahead (if any) back to the front of the backlog."""
@@ -219,7 +261,7 @@ class AsyncBatches(_Iteration):
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             with contextlib.suppress(FerroqError):
-                batch = await ahead
+                batch = made(await ahead)
                 if batch:
                     await self._give_back(batch)
 

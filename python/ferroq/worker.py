@@ -41,12 +41,13 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar, Union, cast
 
 from ferroq._limits import MAX_CONCURRENCY, MAX_ERROR_CHARS, MAX_PREFETCH, MAX_SECONDS, MIN_LEASE
+from ferroq.batches import Claimed, deferred_claim, made
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
 from ferroq.typing import AnyClient, AsyncClientProtocol, ClientProtocol
@@ -166,6 +167,7 @@ class _Engine:
     ) -> None:
         # Every setting is checked here, before anything talks to Redis.
         self._async_client = _client_kind(client)
+        self._claim_deferred = deferred_claim(client)
         names = [topics] if isinstance(topics, str) else topics
         if not isinstance(names, (list, tuple)) or not names or not all(isinstance(t, str) for t in names):
             raise InvalidArgument(f'topics must be a topic name or a non-empty list of them, got {topics!r}')
@@ -228,9 +230,9 @@ class _Engine:
         self._failed: list[tuple[Message, BaseException]] = []
         self._first_done = 0.0  # when _done or _failed got the first entry
         self._flush_at = max(1, self.prefetch // 2)  # outcomes that are recorded without waiting longer
-        self._flushing: asyncio.Task[None] | None = None  # the outcomes being recorded
-        # The claim in flight, if any: it asks for half the prefetch (see _main) and returns how many it got.
-        self._claiming: asyncio.Task[int] | None = None
+        self._flushing: asyncio.Future[None] | None = None  # the outcomes being recorded
+        # The claim in flight, if any: it asks for half the prefetch (see _main) and returns what it got.
+        self._claiming: asyncio.Future[Claimed] | None = None
         # Whether the topics may be drained: the last claim to end got fewer messages than it asked for. A
         # burst worker then looks (topic stats) before it waits in a blocking claim; its first claim does
         # not block, so empty topics end a burst at once too.
@@ -381,10 +383,11 @@ class _Engine:
         idle = len(self._free) == self.concurrency and not self._ready  # nothing runs, nothing is about to
         return idle or finished >= self._flush_at or time.monotonic() - self._first_done >= COMMIT_LINGER
 
-    def _in_background(self, call: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """Run a claim or a flush as a task that wakes the loop when it ends: the loop goes on meanwhile."""
+    def _in_background(self, call: Awaitable[T]) -> asyncio.Future[T]:
+        """Run a claim or a flush as a task (or a native call's future) that wakes the loop when it ends: the loop
+        goes on meanwhile."""
         assert self._loop is not None and self._wake is not None
-        task = self._loop.create_task(call)
+        task = asyncio.ensure_future(call, loop=self._loop)
         task.add_done_callback(lambda _: self._wake.set())  # type: ignore[union-attr]
         return task
 
@@ -444,12 +447,13 @@ class _Engine:
 
     # --- claiming ----------------------------------------------------------------------------------
 
-    async def _claim(self, count: int, block: float | None) -> int:
-        got: list[Message] = await self._call(
-            self.client.claim, list(self.topics), count=count, block=block, lease=self.lease, owner=self.name
-        )
-        self._accept(got)
-        return len(got)
+    def _claim(self, count: int, block: float | None) -> Awaitable[Claimed]:
+        """One claim's messages, or the native asyncio client's batch of them not yet made into Python objects,
+        sent now (a native call's future): the loop sends its next claim before it makes them (see _main)."""
+        kwargs = {'count': count, 'block': block, 'lease': self.lease, 'owner': self.name}
+        if self._claim_deferred is not None:
+            return self._claim_deferred(list(self.topics), **kwargs)
+        return cast('Awaitable[Claimed]', self._call(self.client.claim, list(self.topics), **kwargs))
 
     def _accept(self, msgs: list[Message]) -> None:
         with self._lock:
@@ -563,7 +567,7 @@ class _Engine:
             'worker %s started on %s: topics %s, concurrency %d, prefetch %d',
             self.name or '(unnamed)', self.client.url, list(self.topics), self.concurrency, self.prefetch,
         )  # fmt: skip
-        background: list[asyncio.Task[Any]] = []
+        background: list[asyncio.Future[Any]] = []
         try:
             if self.name is not None:
                 for topic in self.topics.values():
@@ -603,15 +607,18 @@ class _Engine:
             if self._flushing is not None and self._flushing.done():
                 await self._flushed()  # raises what recording the outcomes raised
             claimed_nothing = False
+            # A claim that ended: its messages are made into Python objects (and accepted) once the next claim
+            # is sent, so the server claims while this thread makes them.
+            claimed: Claimed = []
             if self._claiming is not None and self._claiming.done():
-                got = self._claiming.result()
+                claimed = self._claiming.result()
                 self._claiming = None
-                claimed_nothing = not got
-                self._maybe_drained = got < claim_size
+                claimed_nothing = not claimed
+                self._maybe_drained = len(claimed) < claim_size
             # Burst: with nothing held or being claimed, look whether anything is left at all (backlog,
             # delayed retries, others' claims) rather than wait out a poll in a blocking claim.
             looked = False
-            if self.burst and self._maybe_drained and self._claiming is None and not self._held_count():
+            if self.burst and self._maybe_drained and self._claiming is None and not claimed and not self._held_count():
                 if await self._drained():
                     return
                 looked = True
@@ -625,15 +632,19 @@ class _Engine:
             # an empty claim, the next one waits for a wake or a poll. A claim made with nothing held blocks
             # (waits up to a poll for messages; in burst mode only right after the topics were found not
             # drained).
-            held = self._held_count()
-            if (
-                self._claiming is None
-                and held <= low_water
-                and not self._stopping
-                and (not claimed_nothing or not held)
-            ):
-                blocks = not held and (looked or not self.burst)
-                self._claiming = self._in_background(self._claim(claim_size, self.poll if blocks else None))
+            held = self._held_count() + len(claimed)
+            try:
+                if (
+                    self._claiming is None
+                    and held <= low_water
+                    and not self._stopping
+                    and (not claimed_nothing or not held)
+                ):
+                    blocks = not held and (looked or not self.burst)
+                    self._claiming = self._in_background(self._claim(claim_size, self.poll if blocks else None))
+            finally:
+                if claimed:  # made after the next claim was sent (see above)
+                    self._accept(made(claimed))
             if finished is not None:
                 self._flushing = self._in_background(self._flush(finished))
             # Lanes start last: an async lane runs until its messages are done, so the claim and the commit
@@ -655,7 +666,7 @@ class _Engine:
         """Release what was not started, let running handlers finish, record every outcome."""
         assert self._wake is not None
         if self._claiming is not None:  # what it claims is released below
-            await asyncio.shield(self._claiming)
+            self._accept(made(await asyncio.shield(self._claiming)))
             self._claiming = None
         with self._lock:
             unstarted = list(self._ready)

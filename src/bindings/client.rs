@@ -119,7 +119,16 @@ macro_rules! client_methods {
                 block: Option<&Bound<'py, PyAny>>,
                 lease: Arg<'py>,
                 owner: Option<&Bound<'py, PyAny>>,
-            ) => claim_op(topics, &count, block, &lease, owner);
+            ) => claim_op(topics, &count, block, &lease, owner, false);
+
+            #[pyo3(name = "_claim_deferred", signature = (topics, count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, topics, count=1, block=None, lease=30.0, owner=None)")]
+            fn claim_deferred(
+                topics: &Bound<'py, PyAny>,
+                count: Arg<'py>,
+                block: Option<&Bound<'py, PyAny>>,
+                lease: Arg<'py>,
+                owner: Option<&Bound<'py, PyAny>>,
+            ) => claim_op(topics, &count, block, &lease, owner, true);
 
             fn commit(messages: &Bound<'py, PyAny>) => commit_op(messages);
 

@@ -39,10 +39,16 @@ impl Core {
         block: Option<&Bound<'_, PyAny>>,
         lease: &Arg<'_>,
         owner: Option<&Bound<'_, PyAny>>,
+        deferred: bool,
     ) -> Result<Op> {
         let names = convert::rfq::topic_names(topics)?;
         let keys: Vec<Arc<TopicKeys>> = names.iter().map(|n| Arc::new(TopicKeys::new(n))).collect();
-        claim_op(self.pool_after(|| claim_args(count, block, lease, owner))?, keys, names)
+        claim_op(
+            self.pool_after(|| claim_args(count, block, lease, owner))?,
+            keys,
+            names,
+            deferred,
+        )
     }
 
     pub fn commit_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
@@ -102,15 +108,59 @@ fn claim_args(
     ))
 }
 
+/// A claim's operation: its messages, or with `deferred` a [`ClaimedBatch`] of them.
 fn claim_op(
     (pool, (count, block, lease_ms, owner)): (Arc<Pool>, ClaimArgs),
     keys: Vec<Arc<TopicKeys>>,
     names: Vec<String>,
+    deferred: bool,
 ) -> Result<Op> {
-    Ok(op(
-        async move { rfq::claim(&pool, &keys, count, block, lease_ms, &owner).await },
-        move |py, claimed| convert::rfq::messages_py(py, &names, claimed),
-    ))
+    let claim = async move { rfq::claim(&pool, &keys, count, block, lease_ms, &owner).await };
+    if deferred {
+        return Ok(op(claim, move |py, claimed| {
+            let len = claimed.len();
+            let batch = ClaimedBatch {
+                names,
+                claimed: std::sync::Mutex::new(Some(claimed)),
+                len,
+            };
+            Ok(Py::new(py, batch)?.into_any())
+        }));
+    }
+    Ok(op(claim, move |py, claimed| {
+        convert::rfq::messages_py(py, &names, claimed)
+    }))
+}
+
+/// The messages of a claim before they are made into Python objects (`claim_deferred`): the caller knows how
+/// many there are, and may send its next call before it pays for making them (the worker's next claim).
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct ClaimedBatch {
+    names: Vec<String>,
+    claimed: std::sync::Mutex<Option<Vec<rfq::Claimed>>>,
+    len: usize,
+}
+
+#[pymethods]
+impl ClaimedBatch {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    /// The messages, made once: a second call raises RuntimeError.
+    fn messages(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let taken = self.claimed.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match taken {
+            Some(claimed) => convert::rfq::messages_py(py, &self.names, claimed),
+            None => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "ferroq: this claim's messages were already taken",
+            )),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ClaimedBatch(len={})", self.len)
+    }
 }
 
 /// A topic bound to a [`Core`]; the operations of `Topic` and `AsyncTopic`.
@@ -187,10 +237,11 @@ impl TopicCore {
         block: Option<&Bound<'_, PyAny>>,
         lease: &Arg<'_>,
         owner: Option<&Bound<'_, PyAny>>,
+        deferred: bool,
     ) -> Result<Op> {
         let (pool, args, keys) = self.pool_after(|| claim_args(count, block, lease, owner))?;
         let name = keys.name.clone();
-        claim_op((pool, args), vec![keys], vec![name])
+        claim_op((pool, args), vec![keys], vec![name], deferred)
     }
 
     pub fn commit_op(&self, messages: &Bound<'_, PyAny>) -> Result<Op> {
@@ -480,7 +531,15 @@ macro_rules! topic_methods {
                 block: Option<&Bound<'py, PyAny>>,
                 lease: Arg<'py>,
                 owner: Option<&Bound<'py, PyAny>>,
-            ) => claim_op(&count, block, &lease, owner);
+            ) => claim_op(&count, block, &lease, owner, false);
+
+            #[pyo3(name = "_claim_deferred", signature = (count=Arg::missing(), block=None, lease=Arg::missing(), owner=None), text_signature = "(self, /, count=1, block=None, lease=30.0, owner=None)")]
+            fn claim_deferred(
+                count: Arg<'py>,
+                block: Option<&Bound<'py, PyAny>>,
+                lease: Arg<'py>,
+                owner: Option<&Bound<'py, PyAny>>,
+            ) => claim_op(&count, block, &lease, owner, true);
 
             fn commit(messages: &Bound<'py, PyAny>) => commit_op(messages);
 

@@ -85,3 +85,49 @@ def test_cancelled_blocking_claim_lets_go_of_the_server(redis_url, r):
 
     asyncio.run(asyncio.wait_for(main(), 60))
     assert r.dbsize() == 0
+
+
+def test_a_deferred_claim_makes_its_messages_when_asked(redis_url, r):
+    """_claim_deferred (native clients, used by AsyncBatches and the worker): the same claim as claim(), its
+    messages made by messages(), once; an empty claim is an empty, falsy batch."""
+    sync = ferroq.Client(redis_url)
+    try:
+        sync.topic('deferred').publish_batch([{'i': str(i)} for i in range(5)])
+        sync.topic('deferred.2').publish({'i': 'other'})
+
+        async def main() -> None:
+            c = ferroq.AsyncClient(redis_url)
+            try:
+                t = c.topic('deferred')
+                batch = await t._claim_deferred(count=2, lease=60)
+                assert isinstance(batch, ferroq._ferroq.ClaimedBatch)
+                assert len(batch) == 2 and repr(batch) == 'ClaimedBatch(len=2)'
+                first = batch.messages()
+                assert [m.fields for m in first] == [{'i': '0'}, {'i': '1'}]
+                assert {m.topic for m in first} == {'deferred'} and {m.deliveries for m in first} == {1}
+                with pytest.raises(RuntimeError, match='already taken'):
+                    batch.messages()
+                across = await c._claim_deferred(['deferred.2', 'deferred'], count=3, owner='w1')
+                made = across.messages()
+                assert [(m.topic, m.fields) for m in made] == [
+                    ('deferred.2', {'i': 'other'}),
+                    ('deferred', {'i': '2'}),
+                    ('deferred', {'i': '3'}),
+                ]
+                assert sorted(await c.commit(first + made)) == sorted(m.id for m in first + made)
+                with pytest.raises(ferroq.exceptions.InvalidArgument):
+                    await t._claim_deferred(count=0)
+            finally:
+                await c.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+        last = sync.topic('deferred')._claim_deferred(count=10)
+        assert len(last) == 1
+        [m] = last.messages()
+        assert m.fields == {'i': '4'}
+        empty = sync._claim_deferred(['deferred'], count=10)
+        assert not empty and len(empty) == 0 and empty.messages() == []
+        assert sync.commit([m]) == [m.id]
+        assert r.llen('rfq:deferred:backlog') == r.llen('rfq:deferred:nextlog') == 0
+    finally:
+        sync.close()
