@@ -12,7 +12,9 @@ claim that finds nothing (after waiting up to ``block`` seconds, if given). The 
 each claim as a task of its own runtime the moment a batch is handed out, before that batch's messages are
 made into Python objects; the caller's next call (its commit) drives the task, which reads the bodies. No
 thread is woken and no GIL waited for. The pure sync client runs the claim ahead in a thread of the
-iterator's own; an asyncio client runs it as a task. Several threads (or tasks) may share one iterator:
+iterator's own; an asyncio client runs it as a task. The native asyncio client's claims return their messages
+unmade (``_claim_deferred``, a ``ClaimedBatch``): a batch is made into Python objects once the next claim is
+sent, so the server claims while the event loop makes it. Several threads (or tasks) may share one iterator:
 each batch goes to one of them, and one claim at a time is in flight. ``RsmqQueue.batches`` receives
 the same way, one ``receive_batch`` ahead (:class:`RsmqBatches`).
 
