@@ -119,7 +119,7 @@ fn _ferroq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bindings::client::Client>()?;
     m.add_class::<bindings::topic::Topic>()?;
     m.add_class::<bindings::topic::ClaimAhead>()?;
-    m.add_class::<bindings::topic::ClaimedBatch>()?;
+    m.add_class::<bindings::core::DeferredBatch>()?;
     m.add_class::<bindings::rsmq::ReceiveAhead>()?;
     m.add_class::<bindings::client::AsyncClient>()?;
     m.add_class::<bindings::topic::AsyncTopic>()?;

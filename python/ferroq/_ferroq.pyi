@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Literal, final
+from typing import Generic, Literal, TypeVar, final
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]  # stubtest runs without the overrides
 
@@ -35,6 +35,7 @@ __all__ = [
     'ClaimAhead',
     'Client',
     'ConsumerGroup',
+    'DeferredBatch',
     'ReceiveAhead',
     'RsmqQueue',
     'Stream',
@@ -196,8 +197,8 @@ class Client:
         block: float | None = None,
         lease: float = 30.0,
         owner: str | None = None,
-    ) -> ClaimedBatch:
-        """:meth:`claim`, its messages not yet made into Python objects (see :class:`ClaimedBatch`)."""
+    ) -> DeferredBatch[Message]:
+        """:meth:`claim`, its messages not yet made into Python objects (see :class:`DeferredBatch`)."""
     def commit(self, messages: Iterable[Message]) -> list[str]:
         """Commit messages of any topics; returns the ids committed (fenced, see Topic.commit)."""
     def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]:
@@ -282,8 +283,8 @@ class Topic:
         """
     def _claim_deferred(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
-    ) -> ClaimedBatch:
-        """:meth:`claim`, its messages not yet made into Python objects (see :class:`ClaimedBatch`)."""
+    ) -> DeferredBatch[Message]:
+        """:meth:`claim`, its messages not yet made into Python objects (see :class:`DeferredBatch`)."""
     def batches(
         self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> Batches:
@@ -351,13 +352,16 @@ class Topic:
     def purge(self, queue: Literal['backlog', 'nextlog'] = 'backlog') -> int:
         """Delete every message of the backlog (or nextlog); returns how many."""
 
+_M = TypeVar('_M')
+
 @final
-class ClaimedBatch:
-    """A claim's messages before they are made into Python objects (``_claim_deferred``): a loop that claims ahead
-    sends its next claim first, then makes them (used by ferroq.batches and the worker)."""
+class DeferredBatch(Generic[_M]):
+    """A claim's (or a receive's) messages before they are made into Python objects (``_claim_deferred``,
+    ``_receive_batch_deferred``): a loop that calls ahead sends its next call first, then makes them (used by
+    ferroq.batches and the worker)."""
 
     def __len__(self) -> int: ...
-    def messages(self) -> list[Message]:
+    def messages(self) -> list[_M]:
         """The messages, made once; a second call raises RuntimeError."""
 
 @final
@@ -436,7 +440,7 @@ class AsyncClient:
         block: float | None = None,
         lease: float = 30.0,
         owner: str | None = None,
-    ) -> ClaimedBatch: ...
+    ) -> DeferredBatch[Message]: ...
     async def commit(self, messages: Iterable[Message]) -> list[str]: ...
     async def extend(self, messages: Iterable[Message], lease: float = 30.0) -> list[str]: ...
     async def release(self, messages: Iterable[Message], delay: float = 0.0) -> list[str]: ...
@@ -470,7 +474,7 @@ class AsyncTopic:
     ) -> list[Message]: ...
     async def _claim_deferred(
         self, count: int = 1, block: float | None = None, lease: float = 30.0, owner: str | None = None
-    ) -> ClaimedBatch: ...
+    ) -> DeferredBatch[Message]: ...
     def batches(
         self, count: int = 100, *, block: float | None = None, lease: float = 30.0, owner: str | None = None
     ) -> AsyncBatches: ...
@@ -565,6 +569,10 @@ class RsmqQueue:
         """
     def receive_batch(self, count: int, vt: float | None = None, block: float | None = None) -> list[RsmqMessage]:
         """Receive up to ``count`` messages, oldest first (see :meth:`receive`)."""
+    def _receive_batch_deferred(
+        self, count: int, vt: float | None = None, block: float | None = None
+    ) -> DeferredBatch[RsmqMessage]:
+        """:meth:`receive_batch`, its messages not yet made into Python objects (see :class:`DeferredBatch`)."""
     def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> RsmqBatches:
         """A receive+delete loop's batches, the next received while the current one is handled (see
         ferroq.typing.RsmqQueueProtocol.batches)."""
@@ -624,6 +632,9 @@ class AsyncRsmqQueue:
     async def receive_batch(
         self, count: int, vt: float | None = None, block: float | None = None
     ) -> list[RsmqMessage]: ...
+    async def _receive_batch_deferred(
+        self, count: int, vt: float | None = None, block: float | None = None
+    ) -> DeferredBatch[RsmqMessage]: ...
     def batches(self, count: int = 100, *, vt: float | None = None, block: float | None = None) -> AsyncRsmqBatches: ...
     async def pop(self) -> RsmqMessage | None: ...
     async def pop_batch(self, count: int) -> list[RsmqMessage]: ...

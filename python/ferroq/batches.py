@@ -13,8 +13,8 @@ each claim as a task of its own runtime the moment a batch is handed out, before
 made into Python objects; the caller's next call (its commit) drives the task, which reads the bodies. No
 thread is woken and no GIL waited for. The pure sync client runs the claim ahead in a thread of the
 iterator's own; an asyncio client runs it as a task. The native asyncio client's claims return their messages
-unmade (``_claim_deferred``, a ``ClaimedBatch``): a batch is made into Python objects once the next claim is
-sent, so the server claims while the event loop makes it. Several threads (or tasks) may share one iterator:
+unmade (``_claim_deferred``, a ``DeferredBatch``): a batch is made into Python objects once the next claim is
+sent, so the server claims while the event loop makes it (its RSMQ queues' receives the same way). Several threads (or tasks) may share one iterator:
 each batch goes to one of them, and one claim at a time is in flight. ``RsmqQueue.batches`` receives
 the same way, one ``receive_batch`` ahead (:class:`RsmqBatches`).
 
@@ -33,7 +33,7 @@ import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Union, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, cast
 
 from ferroq.exceptions import FerroqError
 
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from ferroq.types import Message
 
 __all__ = ['AsyncBatches', 'AsyncRsmqBatches', 'Batches', 'RsmqBatches']
+
+_T = TypeVar('_T')
 
 #: Messages per batch when ``count`` is not given.
 DEFAULT_COUNT = 100
@@ -116,38 +118,42 @@ def _native_ahead(source: Any, kwargs: dict[str, Any]) -> Any:
     return None
 
 
-class Deferred(Protocol):
-    """A claim's messages before they are made into Python objects (the native asyncio client's
-    ``_claim_deferred``, a ``ClaimedBatch``): its length costs nothing, ``messages()`` makes them (once)."""
+class Deferred(Protocol[_T]):
+    """A batch before its messages are made into Python objects (a native asyncio client's ``_claim_deferred``
+    or ``_receive_batch_deferred``, a ``DeferredBatch``): its length costs nothing, ``messages()`` makes them
+    (once)."""
 
     def __len__(self) -> int: ...
-    def messages(self) -> list[Message]: ...
+    def messages(self) -> list[_T]: ...
 
 
 #: What a claim returned: its messages, or a :class:`Deferred` batch of them.
-Claimed = Union['list[Message]', Deferred]
+Claimed = Union['list[Message]', 'Deferred[Message]']
 
 
-def deferred_claim(source: Any) -> Callable[..., Awaitable[Deferred]] | None:
-    """The claim of a native asyncio client or topic that defers making its messages, else None.
+def deferred_call(source: Any) -> Callable[..., Awaitable[Deferred[Any]]] | None:
+    """The batch call of a native asyncio client or topic (its claim) or RSMQ queue (its receive_batch) that
+    defers making its messages, else None.
 
-    Making a batch of 1000 messages takes the event loop's thread about a millisecond; a loop that claims ahead
-    sends its next claim first (and the server works on it meanwhile), then makes them. The sync clients have
-    no need: the native sync ``Batches`` sends the next claim from Rust, and a sync client's claim runs on
+    Making a batch of 1000 messages takes the event loop's thread about a millisecond; a loop that calls ahead
+    sends its next call first (and the server works on it meanwhile), then makes them. The sync clients have
+    no need: the native sync ``Batches`` sends the next call from Rust, and a sync client's call runs on
     another thread.
     """
     try:
-        from ferroq._ferroq import AsyncClient, AsyncTopic
+        from ferroq._ferroq import AsyncClient, AsyncRsmqQueue, AsyncTopic
     except ImportError:  # a pure-Python install
         return None
     if isinstance(source, (AsyncClient, AsyncTopic)):
-        return cast('Callable[..., Awaitable[Deferred]]', source._claim_deferred)
+        return cast('Callable[..., Awaitable[Deferred[Any]]]', source._claim_deferred)
+    if isinstance(source, AsyncRsmqQueue):
+        return cast('Callable[..., Awaitable[Deferred[Any]]]', source._receive_batch_deferred)
     return None
 
 
-def made(claimed: Claimed) -> list[Message]:
-    """The messages of what a claim returned (making them, for a deferred batch)."""
-    return claimed if isinstance(claimed, list) else claimed.messages()
+def made(batch: list[_T] | Deferred[_T]) -> list[_T]:
+    """The messages of what a batch call returned (making them, for a deferred batch)."""
+    return batch if isinstance(batch, list) else batch.messages()
 
 
 class Batches(_Iteration):
@@ -228,8 +234,9 @@ class AsyncBatches(_Iteration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._turn = asyncio.Lock()
-        # A native topic's claims return their messages unmade: each batch is made once the next claim is sent.
-        self._deferred = deferred_claim(self._topic)
+        # A native topic's claims (queue's receives) return their messages unmade: each batch is made once the
+        # next call is sent.
+        self._deferred = deferred_call(self._topic)
 
     def _claim(self) -> Any:
         if self._deferred is not None:
@@ -305,6 +312,8 @@ class AsyncRsmqBatches(AsyncBatches):
         return _receive_arguments(*args, **kwargs)
 
     def _claim(self) -> Any:
+        if self._deferred is not None:
+            return self._deferred(**self._kwargs)
         return self._topic.receive_batch(**self._kwargs)
 
     async def _give_back(self, batch: list[Any]) -> None:

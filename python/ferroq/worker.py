@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, Union, cast
 
 from ferroq._limits import MAX_CONCURRENCY, MAX_ERROR_CHARS, MAX_PREFETCH, MAX_SECONDS, MIN_LEASE
-from ferroq.batches import Claimed, deferred_claim, made
+from ferroq.batches import Claimed, deferred_call, made
 from ferroq.exceptions import FerroqError, InvalidArgument
 from ferroq.types import Message
 from ferroq.typing import AnyClient, AsyncClientProtocol, ClientProtocol
@@ -167,7 +167,7 @@ class _Engine:
     ) -> None:
         # Every setting is checked here, before anything talks to Redis.
         self._async_client = _client_kind(client)
-        self._claim_deferred = deferred_claim(client)
+        self._claim_deferred = deferred_call(client)
         names = [topics] if isinstance(topics, str) else topics
         if not isinstance(names, (list, tuple)) or not names or not all(isinstance(t, str) for t in names):
             raise InvalidArgument(f'topics must be a topic name or a non-empty list of them, got {topics!r}')

@@ -53,6 +53,55 @@ where
     })
 }
 
+/// A batch (a claim's or a receive's messages) whose Python objects are made when asked (`messages()`), not
+/// when its call returns: a loop that calls ahead sends its next call first, and the server works on it while
+/// the caller's thread makes them (the native asyncio `batches()` and worker). Made by [`deferred`].
+#[pyclass(module = "ferroq._ferroq", frozen)]
+pub struct DeferredBatch {
+    len: usize,
+    make: Mutex<Option<Convert>>,
+}
+
+#[pymethods]
+impl DeferredBatch {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    /// The messages, made once: a second call raises RuntimeError.
+    fn messages(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let make = self.make.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match make {
+            Some(make) => make(py),
+            None => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "ferroq: this batch's messages were already taken",
+            )),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("DeferredBatch(len={})", self.len)
+    }
+}
+
+/// The conversion of `batch` by `convert`, deferred: a [`DeferredBatch`] that makes it when asked.
+pub fn deferred<I: Send + 'static>(
+    py: Python<'_>,
+    batch: Vec<I>,
+    convert: impl FnOnce(Python<'_>, Vec<I>) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> PyResult<Py<PyAny>> {
+    let len = batch.len();
+    let make: Convert = Box::new(move |py: Python<'_>| convert(py, batch));
+    Ok(Py::new(
+        py,
+        DeferredBatch {
+            len,
+            make: Mutex::new(Some(make)),
+        },
+    )?
+    .into_any())
+}
+
 pub fn to_py<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
     pyo3::IntoPyObjectExt::into_py_any(v, py)
 }

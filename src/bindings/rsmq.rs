@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use crate::bindings::arrow;
 use crate::bindings::asyncio::run_async;
 use crate::bindings::convert;
-use crate::bindings::core::{op, prepare, sync_call, to_py, Arg, Core, Op};
+use crate::bindings::core::{self, op, prepare, sync_call, to_py, Arg, Core, Op};
 use crate::bindings::runtime;
 use crate::errors::{Error, Result};
 use crate::protocol::rsmq::{self, Queue, Settings};
@@ -204,27 +204,28 @@ impl RsmqCore {
         })
     }
 
-    /// receive / receive_batch / pop / pop_batch; `count` None means one message, returned alone.
+    /// receive / receive_batch / pop / pop_batch; `count` None means one message, returned alone; `deferred`
+    /// (a batch) returns a [`DeferredBatch`](crate::bindings::core::DeferredBatch) of the messages.
     fn take_op(
         &self,
         count: Option<&Bound<'_, PyAny>>,
         vt: Option<&Bound<'_, PyAny>>,
         block: Option<&Bound<'_, PyAny>>,
         pop: bool,
+        deferred: bool,
     ) -> Result<Op> {
         let single = count.is_none();
-        let convert = if single {
-            convert::rsmq::message_py
-        } else {
-            convert::rsmq::messages_py
-        };
         self.prepare(
             || {
                 let n = count.map_or(Ok(1), convert::count)?;
                 Ok((n, call_ms(vt, "vt")?, convert::block(block)?))
             },
             move |pool, q, (n, vt, block)| async move { rsmq::receive(&pool, &q, n, vt, pop, block).await },
-            convert,
+            move |py, received| match (single, deferred) {
+                (true, _) => convert::rsmq::message_py(py, received),
+                (false, false) => convert::rsmq::messages_py(py, received),
+                (false, true) => core::deferred(py, received, convert::rsmq::messages_py),
+            },
         )
     }
 
@@ -342,18 +343,25 @@ macro_rules! rsmq_methods {
             fn receive(
                 vt: Option<&Bound<'py, PyAny>>,
                 block: Option<&Bound<'py, PyAny>>,
-            ) => take_op(None, vt, block, false);
+            ) => take_op(None, vt, block, false, false);
 
             #[pyo3(signature = (count, vt=None, block=None))]
             fn receive_batch(
                 count: &Bound<'py, PyAny>,
                 vt: Option<&Bound<'py, PyAny>>,
                 block: Option<&Bound<'py, PyAny>>,
-            ) => take_op(Some(count), vt, block, false);
+            ) => take_op(Some(count), vt, block, false, false);
 
-            fn pop() => take_op(None, None, None, true);
+            #[pyo3(name = "_receive_batch_deferred", signature = (count, vt=None, block=None))]
+            fn receive_batch_deferred(
+                count: &Bound<'py, PyAny>,
+                vt: Option<&Bound<'py, PyAny>>,
+                block: Option<&Bound<'py, PyAny>>,
+            ) => take_op(Some(count), vt, block, false, true);
 
-            fn pop_batch(count: &Bound<'py, PyAny>) => take_op(Some(count), None, None, true);
+            fn pop() => take_op(None, None, None, true, false);
+
+            fn pop_batch(count: &Bound<'py, PyAny>) => take_op(Some(count), None, None, true, false);
 
             fn delete(id: &Bound<'py, PyAny>) => delete_op(id);
 

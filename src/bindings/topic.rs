@@ -11,7 +11,7 @@ use crate::bindings::arrow;
 use crate::bindings::arrow_read::{self, batch_py, field_names, message_ids};
 use crate::bindings::asyncio::run_async;
 use crate::bindings::convert;
-use crate::bindings::core::{op, sync_call, to_py, Arg, Convert, Core, Op};
+use crate::bindings::core::{self, op, sync_call, to_py, Arg, Convert, Core, Op};
 use crate::bindings::runtime;
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
@@ -108,7 +108,8 @@ fn claim_args(
     ))
 }
 
-/// A claim's operation: its messages, or with `deferred` a [`ClaimedBatch`] of them.
+/// A claim's operation: its messages, or with `deferred` a [`DeferredBatch`](crate::bindings::core::DeferredBatch)
+/// of them.
 fn claim_op(
     (pool, (count, block, lease_ms, owner)): (Arc<Pool>, ClaimArgs),
     keys: Vec<Arc<TopicKeys>>,
@@ -116,51 +117,14 @@ fn claim_op(
     deferred: bool,
 ) -> Result<Op> {
     let claim = async move { rfq::claim(&pool, &keys, count, block, lease_ms, &owner).await };
-    if deferred {
-        return Ok(op(claim, move |py, claimed| {
-            let len = claimed.len();
-            let batch = ClaimedBatch {
-                names,
-                claimed: std::sync::Mutex::new(Some(claimed)),
-                len,
-            };
-            Ok(Py::new(py, batch)?.into_any())
-        }));
-    }
     Ok(op(claim, move |py, claimed| {
-        convert::rfq::messages_py(py, &names, claimed)
-    }))
-}
-
-/// The messages of a claim before they are made into Python objects (`claim_deferred`): the caller knows how
-/// many there are, and may send its next call before it pays for making them (the worker's next claim).
-#[pyclass(module = "ferroq._ferroq", frozen)]
-pub struct ClaimedBatch {
-    names: Vec<String>,
-    claimed: std::sync::Mutex<Option<Vec<rfq::Claimed>>>,
-    len: usize,
-}
-
-#[pymethods]
-impl ClaimedBatch {
-    fn __len__(&self) -> usize {
-        self.len
-    }
-
-    /// The messages, made once: a second call raises RuntimeError.
-    fn messages(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let taken = self.claimed.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match taken {
-            Some(claimed) => convert::rfq::messages_py(py, &self.names, claimed),
-            None => Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "ferroq: this claim's messages were already taken",
-            )),
+        let make = move |py: Python<'_>, claimed| convert::rfq::messages_py(py, &names, claimed);
+        if deferred {
+            core::deferred(py, claimed, make)
+        } else {
+            make(py, claimed)
         }
-    }
-
-    fn __repr__(&self) -> String {
-        format!("ClaimedBatch(len={})", self.len)
-    }
+    }))
 }
 
 /// A topic bound to a [`Core`]; the operations of `Topic` and `AsyncTopic`.

@@ -100,8 +100,8 @@ def test_a_deferred_claim_makes_its_messages_when_asked(redis_url, r):
             try:
                 t = c.topic('deferred')
                 batch = await t._claim_deferred(count=2, lease=60)
-                assert isinstance(batch, ferroq._ferroq.ClaimedBatch)
-                assert len(batch) == 2 and repr(batch) == 'ClaimedBatch(len=2)'
+                assert isinstance(batch, ferroq._ferroq.DeferredBatch)
+                assert len(batch) == 2 and repr(batch) == 'DeferredBatch(len=2)'
                 first = batch.messages()
                 assert [m.fields for m in first] == [{'i': '0'}, {'i': '1'}]
                 assert {m.topic for m in first} == {'deferred'} and {m.deliveries for m in first} == {1}
@@ -129,5 +129,41 @@ def test_a_deferred_claim_makes_its_messages_when_asked(redis_url, r):
         assert not empty and len(empty) == 0 and empty.messages() == []
         assert sync.commit([m]) == [m.id]
         assert r.llen('rfq:deferred:backlog') == r.llen('rfq:deferred:nextlog') == 0
+    finally:
+        sync.close()
+
+
+def test_a_deferred_receive_makes_its_messages_when_asked(redis_url, r):
+    """_receive_batch_deferred (native RSMQ queues, used by AsyncRsmqBatches): the same receive as receive_batch(),
+    its messages made by messages(), once."""
+    sync = ferroq.Client(redis_url)
+    try:
+        q = sync.rsmq('deferred')
+        q.create()
+        sent = q.send_batch(['a', 'b', 'c'])
+
+        async def main() -> None:
+            c = ferroq.AsyncClient(redis_url)
+            try:
+                batch = await c.rsmq('deferred')._receive_batch_deferred(2, vt=60)
+                assert isinstance(batch, ferroq._ferroq.DeferredBatch) and len(batch) == 2
+                got = batch.messages()
+                assert [(m.id, m.message, m.rc) for m in got] == [(sent[0], 'a', 1), (sent[1], 'b', 1)]
+                with pytest.raises(RuntimeError, match='already taken'):
+                    batch.messages()
+                assert await c.rsmq('deferred').delete_batch([m.id for m in got]) == [m.id for m in got]
+                with pytest.raises(ferroq.exceptions.InvalidArgument):
+                    await c.rsmq('deferred')._receive_batch_deferred(0)
+            finally:
+                await c.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+        last = q._receive_batch_deferred(10)
+        assert len(last) == 1
+        [m] = last.messages()
+        assert (m.id, m.message) == (sent[2], 'c')
+        assert len(q._receive_batch_deferred(10)) == 0  # the last one is hidden for its vt
+        assert q.delete(m.id)
+        assert r.zcard('rsmq:deferred') == 0
     finally:
         sync.close()
