@@ -12,7 +12,7 @@ use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
-use crate::protocol::common::{array, int, unexpected};
+use crate::protocol::common::{array, int, read_pipe, unexpected};
 use crate::protocol::keys::{StreamKeys, TopicKeys};
 
 /// The id column of both batches.
@@ -113,13 +113,6 @@ impl<'a> FieldColumns<'a> {
 fn batch(fields: Vec<Field>, arrays: Vec<ArrayRef>) -> Result<RecordBatch> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
         .map_err(|e| Error::protocol(format!("cannot build a record batch: {e}")))
-}
-
-/// Sends `pipe` on a shared connection (repeated once after a drop: it only reads); the replies in order,
-/// the first error reply as the error.
-async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
-    pool.run(true, |mut conn| async move { pool.query_pipe(&mut conn, pipe).await })
-        .await
 }
 
 /// `Topic.fetch_arrow`: `_id`, `_deliveries`, then one binary column per name in `fields`, for the ids

@@ -165,6 +165,13 @@ pub fn packed(cmd: &Cmd) -> Vec<String> {
         .collect()
 }
 
+/// Sends `pipe`, commands that only read, on a shared connection (repeated once after a drop); the replies
+/// in order, the first error reply as the error.
+pub async fn read_pipe(pool: &Pool, pipe: &Pipeline) -> Result<Vec<Value>> {
+    pool.run(true, |mut conn| async move { pool.query_pipe(&mut conn, pipe).await })
+        .await
+}
+
 /// Every key matching `pattern` of Redis type `kind`, in SCAN order (never KEYS, which blocks Redis).
 pub async fn scan_keys(pool: &Pool, pattern: &str, kind: &str) -> Result<Vec<String>> {
     pool.run(true, |mut conn| async move {

@@ -13,8 +13,8 @@ use redis::{Cmd, Pipeline, Value};
 use crate::errors::{Error, ErrorKind, Result};
 use crate::pool::{Direct, Pool};
 use crate::protocol::common::{
-    array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, scan_keys, string, take, unexpected,
-    Fields,
+    array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, read_pipe, scan_keys, string, take,
+    unexpected, Fields,
 };
 use crate::protocol::ids;
 use crate::protocol::keys::{topic_of_list_key, TopicKeys, TopicList, STREAM_PUBLISH_TOKEN_MS};
@@ -497,13 +497,7 @@ async fn claim_holds(pool: &Pool, topics: &[Arc<TopicKeys>], token: &str) -> Res
     for topic in topics {
         pipe.cmd("HEXISTS").arg(&topic.claims).arg(token);
     }
-    let replies = pool
-        .run(true, |mut conn| {
-            let pipe = &pipe;
-            async move { pool.query_pipe(&mut conn, pipe).await }
-        })
-        .await?;
-    Ok(replies.iter().any(|r| matches!(r, Value::Int(1))))
+    Ok(read_pipe(pool, &pipe).await?.iter().any(|r| matches!(r, Value::Int(1))))
 }
 
 /// Claims up to `count` messages over `topics` (first topic first). With `block`, waits up to that many
