@@ -69,6 +69,10 @@ limits! {
     MAX_ERROR_CHARS: usize = 4096 => Int;
     /// Most handler threads or tasks one worker runs (`concurrency`).
     MAX_CONCURRENCY: i64 = 10_000 => Int;
+    /// Most characters of a value that an error message shows (its repr; a longer one is cut, ending in
+    /// `...`), so a list passed for one id does not make an error of many kilobytes; a value just over a
+    /// length limit (names, ids, dedup keys) is still shown whole.
+    MAX_SHOWN_CHARS: usize = 300 => Int;
     /// Most keys (single publishes' records) a client keeps for its next request to delete; beyond this
     /// many (callers on many threads at once) the newest are left to expire.
     MAX_DELETE_LATER: usize = 1024 => Int;
@@ -89,6 +93,6 @@ mod tests {
         assert_eq!(get("MAX_SECONDS"), Some(Limit::Float(604_800.0)));
         assert_eq!(get("MIN_LEASE"), Some(Limit::Float(0.001)));
         assert_eq!(get("MAX_RSMQ_SECONDS"), Some(Limit::Int(9_999_999)));
-        assert_eq!(ALL.len(), 21);
+        assert_eq!(ALL.len(), 22);
     }
 }

@@ -1,7 +1,24 @@
 //! Python's `repr` of a str and of a float, for error messages worded as the pure client words them.
 
-/// A str as Python's `repr` shows it (quotes and escapes), for error messages.
+/// A repr as error messages show it: at most [`MAX_SHOWN_CHARS`](crate::limits::MAX_SHOWN_CHARS)
+/// characters (code points, as Python counts them), a longer one cut to that many ending in `...`.
+pub fn shown(repr: String) -> String {
+    let max = crate::limits::MAX_SHOWN_CHARS;
+    match repr.char_indices().nth(max) {
+        None => repr,
+        Some(_) => {
+            let cut = repr.char_indices().nth(max - 3).map_or(repr.len(), |(i, _)| i);
+            format!("{}...", &repr[..cut])
+        }
+    }
+}
+
+/// A str as Python's `repr` shows it (quotes and escapes), as error messages show it ([`shown`]).
 pub fn py_repr(s: &str) -> String {
+    shown(full_repr(s))
+}
+
+fn full_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -61,6 +78,12 @@ mod tests {
     #[test]
     fn reprs_like_python() {
         assert_eq!(py_repr("abc"), "'abc'");
+        let long = "é".repeat(300);
+        let cut = py_repr(&long);
+        assert_eq!(cut.chars().count(), crate::limits::MAX_SHOWN_CHARS);
+        assert!(cut.starts_with("'éé") && cut.ends_with("é..."));
+        let fits = "x".repeat(crate::limits::MAX_SHOWN_CHARS - 2);
+        assert_eq!(py_repr(&fits), format!("'{fits}'"));
         assert_eq!(py_repr("it's"), "\"it's\"");
         assert_eq!(py_repr("a\nb"), "'a\\nb'");
         assert_eq!(py_repr("'\""), "'\\'\"'");

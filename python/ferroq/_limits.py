@@ -69,3 +69,13 @@ MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])
 
 #: Most keys (single publishes' records) a client keeps for its next request to delete.
 MAX_DELETE_LATER = int(LIMITS['MAX_DELETE_LATER'])
+
+#: Most characters of a value an error message shows (its repr, cut to end in '...').
+MAX_SHOWN_CHARS = int(LIMITS['MAX_SHOWN_CHARS'])
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as error messages show it: at most MAX_SHOWN_CHARS characters, a longer one cut to end in
+    '...' (a list passed for one id makes a short error, as in the native client)."""
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + '...'

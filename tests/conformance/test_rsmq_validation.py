@@ -7,6 +7,7 @@ import math
 import pytest
 
 from _redis import no_io
+from ferroq._limits import MAX_SHOWN_CHARS
 from ferroq.exceptions import BatchError, InvalidArgument, InvalidMessage, InvalidName, MessageTooLarge
 
 BAD_QNAMES = ['', 'a:b', 'a.b', 'a b', 'é', 'x' * 161, 'a*', '{t}', 'tab\t', None, 1, b'q']
@@ -167,6 +168,18 @@ def test_bad_ids(q, r, msg_id):
         q.delete_batch(['a' * 32, msg_id])
     with no_io(r), pytest.raises(InvalidArgument):
         q.change_visibility(msg_id, 1)
+
+
+def test_a_long_bad_value_is_shown_cut(q, r):
+    # A list of ids passed for one id: the error shows the start of its repr, not all of it.
+    ids = ['a' * 32] * 1000
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        q.delete(ids)
+    shown = repr(ids)[: MAX_SHOWN_CHARS - 3] + '...'
+    assert str(info.value) == f'invalid RSMQ message id {shown}: expected 32 characters from A-Z a-z 0-9 :'
+    with no_io(r), pytest.raises(InvalidArgument) as info:
+        q.change_visibility('x' * 500, 1)
+    assert f"'{'x' * (MAX_SHOWN_CHARS - 4)}...:" in str(info.value)
 
 
 def test_ids_with_colons_are_valid(q):

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple, Optional
 
-from ferroq._limits import MAX_DEDUP_KEY, MAX_DEDUP_TTL, MAX_FIELDS, MAX_ID_LENGTH
+from ferroq._limits import MAX_DEDUP_KEY, MAX_DEDUP_TTL, MAX_FIELDS, MAX_ID_LENGTH, shown
 from ferroq.exceptions import FerroqError, InvalidArgument, InvalidMessage, MessageTooLarge
 from ferroq.protocol import keys
 from ferroq.pure import _rsmq, _streams
@@ -47,7 +47,7 @@ def check_dedup_key(value: object) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= MAX_DEDUP_KEY:
         return value
     raise InvalidArgument(
-        f'dedup_key must be None or a non-empty str of at most {MAX_DEDUP_KEY} characters, got {value!r}'
+        f'dedup_key must be None or a non-empty str of at most {MAX_DEDUP_KEY} characters, got {shown(value)}'
     )
 
 
@@ -61,7 +61,7 @@ def check_dedup_ttl(value: object) -> int:
     ):
         return math.ceil(float(value) * 1000.0)
     raise InvalidArgument(
-        f'dedup_ttl must be a number of seconds > 0 and at most {MAX_DEDUP_TTL:.0f} (30 days), got {value!r}'
+        f'dedup_ttl must be a number of seconds > 0 and at most {MAX_DEDUP_TTL:.0f} (30 days), got {shown(value)}'
     )
 
 
@@ -70,7 +70,7 @@ def check_column(value: object, what: str) -> str | None:
         return None
     if isinstance(value, str) and value:
         return value
-    raise InvalidArgument(f'{what} must be None or a column name (a non-empty str), got {value!r}')
+    raise InvalidArgument(f'{what} must be None or a column name (a non-empty str), got {shown(value)}')
 
 
 def dedup_token(dedup_key: str, chunk: int) -> str:
@@ -384,13 +384,13 @@ def _index(schema: Any, name: str, what: str) -> int:
     names = list(schema.names)
     if name not in names:
         listed = ', '.join(repr(n) for n in names)
-        raise InvalidArgument(f'{what} {name!r} is not a column of the data (columns: {listed})')
+        raise InvalidArgument(f'{what} {shown(name)} is not a column of the data (columns: {listed})')
     return names.index(name)
 
 
 def _refuse(name: str, why: str) -> InvalidArgument:
     return InvalidArgument(
-        f'column {name!r} holds {why} values, which cannot be published (see the string forms in docs/protocol.md)'
+        f'column {shown(name)} holds {why} values, which cannot be published (see the string forms in docs/protocol.md)'
     )
 
 
@@ -405,7 +405,7 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
             raise _refuse(id_column, why)
         nested = pa.types.is_nested(t) and not pa.types.is_dictionary(t)
         if nested or pa.types.is_null(t):
-            raise InvalidArgument(f'id_column {id_column!r} must hold scalar values (not nested, not null-typed)')
+            raise InvalidArgument(f'id_column {shown(id_column)} must hold scalar values (not nested, not null-typed)')
         id_ = (i, schema.field(i).name)
     fields: list[tuple[int, str]] = []
     if value_column is not None:
@@ -414,7 +414,7 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
         ok = _is_text(pa, t) if target == 'rsmq' else (_is_text(pa, t) or _is_bytes(pa, t))
         if not ok:
             kinds = 'a string column (RSMQ messages are text)' if target == 'rsmq' else 'a string or binary column'
-            raise InvalidArgument(f'value_column {value_column!r} must be {kinds}')
+            raise InvalidArgument(f'value_column {shown(value_column)} must be {kinds}')
         fields.append((i, schema.field(i).name))
     else:
         for i, f in enumerate(schema):
@@ -426,7 +426,7 @@ def layout(pa: Any, schema: Any, target: str, id_column: str | None, value_colum
             if not f.name and target != 'rsmq':
                 raise InvalidArgument('a column name is empty: message field names must be non-empty')
             if any(name == f.name for _, name in fields):
-                raise InvalidArgument(f'column name {f.name!r} appears twice: message field names must be unique')
+                raise InvalidArgument(f'column name {shown(f.name)} appears twice: message field names must be unique')
             fields.append((i, f.name))
     if target == 'stream' and len(fields) > MAX_FIELDS:
         raise InvalidArgument(
@@ -503,11 +503,11 @@ class Rows:
         if lay.id is not None:
             msg_id = self._ids[i]
             if msg_id is None:
-                raise InvalidMessage(f'row {row}: the id column {lay.id[1]!r} is null')
+                raise InvalidMessage(f'row {row}: the id column {shown(lay.id[1])} is null')
             if not ID_RE.fullmatch(msg_id):
                 raise InvalidMessage(
                     f'row {row}: a message id must be a non-empty str of at most {MAX_ID_LENGTH} characters without '
-                    f'whitespace, got {msg_id!r}'
+                    f'whitespace, got {shown(msg_id)}'
                 )
         fields: list[tuple[str, str | bytes]] = []
         size = 0

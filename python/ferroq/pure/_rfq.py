@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from redis import exceptions as rex
 
+from ferroq._limits import shown
 from ferroq.exceptions import (
     FerroqError,
     InvalidArgument,
@@ -623,7 +624,7 @@ def fetch_arrow(ctx: Settings, topic: TopicKeys, ids: object, fields: object, he
 def inspect(ctx: Settings, topic: TopicKeys, queue: str, start: int, count: int) -> Plan[list[InspectEntry]]:
     queue = check_queue(queue)
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise InvalidArgument(f'start must be an int >= 0, got {start!r}')
+        raise InvalidArgument(f'start must be an int >= 0, got {shown(start)}')
     count = check_count(count)
     if start >= 2**32:  # longer than any Redis list can be
         return []

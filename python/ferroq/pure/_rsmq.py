@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferroq._limits import MAX_RSMQ_MAXSIZE, MAX_RSMQ_SECONDS, MIN_RSMQ_MAXSIZE
+from ferroq._limits import MAX_RSMQ_MAXSIZE, MAX_RSMQ_SECONDS, MIN_RSMQ_MAXSIZE, shown
 from ferroq.exceptions import (
     BatchError,
     InvalidArgument,
@@ -81,13 +81,13 @@ class RsmqRef:
 
 def check_qname(name: object) -> str:
     if not isinstance(name, str) or not _QNAME_RE.fullmatch(name):
-        raise InvalidName(f'invalid RSMQ queue name {name!r}: use 1-160 characters from A-Z a-z 0-9 _ -')
+        raise InvalidName(f'invalid RSMQ queue name {shown(name)}: use 1-160 characters from A-Z a-z 0-9 _ -')
     return name
 
 
 def check_ns(ns: object) -> str:
     if not isinstance(ns, str) or not _NS_RE.fullmatch(ns):
-        raise InvalidName(f'invalid RSMQ namespace {ns!r}: use 1-64 characters from A-Z a-z 0-9 _ . : -')
+        raise InvalidName(f'invalid RSMQ namespace {shown(ns)}: use 1-64 characters from A-Z a-z 0-9 _ . : -')
     return ns
 
 
@@ -103,7 +103,7 @@ def queue_ref(qname: object, ns: object, realtime: object) -> RsmqRef:
 def _stored_seconds(value: object, name: str) -> str:
     """vt or delay as stored in the queue hash: integer seconds."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RSMQ_SECONDS:
-        raise InvalidArgument(f'{name} must be an int from 0 to {MAX_RSMQ_SECONDS} (seconds), got {value!r}')
+        raise InvalidArgument(f'{name} must be an int from 0 to {MAX_RSMQ_SECONDS} (seconds), got {shown(value)}')
     return str(value)
 
 
@@ -114,7 +114,7 @@ def _maxsize(value: object) -> str:
         or not (MIN_RSMQ_MAXSIZE <= value <= MAX_RSMQ_MAXSIZE or value == -1)
     ):
         raise InvalidArgument(
-            f'maxsize must be an int from {MIN_RSMQ_MAXSIZE} to {MAX_RSMQ_MAXSIZE}, or -1 for unlimited, got {value!r}'
+            f'maxsize must be an int from {MIN_RSMQ_MAXSIZE} to {MAX_RSMQ_MAXSIZE}, or -1 for unlimited, got {shown(value)}'
         )
     return str(value)
 
@@ -123,7 +123,7 @@ def _call_ms(value: object, name: str) -> str:
     """A per-call vt or delay (never stored, so fractions are fine): milliseconds."""
     seconds = seconds_of(value)
     if seconds is None or not 0 <= seconds <= MAX_RSMQ_SECONDS:
-        raise InvalidArgument(f'{name} must be a number of seconds from 0 to {MAX_RSMQ_SECONDS}, got {value!r}')
+        raise InvalidArgument(f'{name} must be a number of seconds from 0 to {MAX_RSMQ_SECONDS}, got {shown(value)}')
     return str(round(seconds * 1000))
 
 
@@ -149,11 +149,11 @@ def _dead_letter(ref: RsmqRef, max_receives: object, dead_letter: object, least:
         isinstance(max_receives, bool) or not isinstance(max_receives, int) or max_receives < least
     ):
         hint = ' (0 removes the dead-letter queue)' if least == 0 else ''
-        raise InvalidArgument(f'max_receives must be an int >= {least}{hint}, got {max_receives!r}')
+        raise InvalidArgument(f'max_receives must be an int >= {least}{hint}, got {shown(max_receives)}')
     if dead_letter is not None:
         check_qname(dead_letter)
         if dead_letter == ref.name:
-            raise InvalidArgument(f'a queue cannot be its own dead-letter queue: {dead_letter!r}')
+            raise InvalidArgument(f'a queue cannot be its own dead-letter queue: {shown(dead_letter)}')
     if not isinstance(max_receives, int) or (max_receives == 0) != (dead_letter is None):
         raise InvalidArgument(_PAIRING)
     return str(max_receives), dead_letter if isinstance(dead_letter, str) else ''
@@ -187,7 +187,7 @@ def _too_long(length: int, maxsize: str) -> MessageTooLarge:
 
 def check_rsmq_id(msg_id: object) -> str:
     if not isinstance(msg_id, str) or not _ID_RE.fullmatch(msg_id):
-        raise InvalidArgument(f'invalid RSMQ message id {msg_id!r}: expected 32 characters from A-Z a-z 0-9 :')
+        raise InvalidArgument(f'invalid RSMQ message id {shown(msg_id)}: expected 32 characters from A-Z a-z 0-9 :')
     return msg_id
 
 
@@ -204,16 +204,16 @@ def _status(ctx: Settings, ref: RsmqRef, name: str, reply: Any) -> list[Any]:
     if status == 'notfound':
         raise _not_found(ref)
     if status == 'exists':
-        raise QueueExists(f'RSMQ queue {ref.name!r} already exists in namespace {ref.ns!r}')
+        raise QueueExists(f'RSMQ queue {shown(ref.name)} already exists in namespace {shown(ref.ns)}')
     if status == 'dlqmissing' and len(reply) == 2:
         raise QueueNotFound(
-            f'dead-letter queue {reply[1]!r} of RSMQ queue {ref.name!r} not found in namespace {ref.ns!r}'
+            f'dead-letter queue {shown(reply[1])} of RSMQ queue {shown(ref.name)} not found in namespace {shown(ref.ns)}'
         )
     raise reply_error(ctx, name, reply)
 
 
 def _not_found(ref: RsmqRef) -> QueueNotFound:
-    return QueueNotFound(f'RSMQ queue {ref.name!r} not found in namespace {ref.ns!r}')
+    return QueueNotFound(f'RSMQ queue {shown(ref.name)} not found in namespace {shown(ref.ns)}')
 
 
 def _dlq_hash(ref: RsmqRef, dead_letter: str) -> str:

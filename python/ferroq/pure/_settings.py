@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferroq import connection
-from ferroq._limits import MAX_DELETE_LATER, MAX_POOL_SIZE, MAX_SECONDS
+from ferroq._limits import MAX_DELETE_LATER, MAX_POOL_SIZE, MAX_SECONDS, shown
 from ferroq.exceptions import InvalidArgument
 from ferroq.pure._validation import check_count, seconds_of
 
@@ -93,12 +93,14 @@ def settings(
     for name, value in (('connect_timeout', connect_timeout), ('command_timeout', command_timeout)):
         seconds = seconds_of(value)
         if seconds is None or not 0 < seconds <= MAX_SECONDS:
-            raise InvalidArgument(f'{name} must be a number of seconds > 0 and <= {MAX_SECONDS:.0f}, got {value!r}')
+            raise InvalidArgument(
+                f'{name} must be a number of seconds > 0 and <= {MAX_SECONDS:.0f}, got {shown(value)}'
+            )
         timeouts.append(seconds)
     max_message_bytes = check_count(max_message_bytes, 'max_message_bytes', None)
     chunk_size = check_count(chunk_size, 'chunk_size')
     if client_name is not None and (not isinstance(client_name, str) or not re.fullmatch(r'[!-~]+', client_name)):
-        raise InvalidArgument(f'client_name must be a non-empty str without spaces, got {client_name!r}')
+        raise InvalidArgument(f'client_name must be a non-empty str without spaces, got {shown(client_name)}')
     endpoint = connection.resolve(url, **connection_options)
     if not endpoint.url.startswith(_SCHEMES):
         raise InvalidArgument(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
-from ferroq._limits import MAX_DELIVERIES, MAX_FIELDS, MAX_GROUP_NAME_LENGTH, MAX_SECONDS
+from ferroq._limits import MAX_DELIVERIES, MAX_FIELDS, MAX_GROUP_NAME_LENGTH, MAX_SECONDS, shown
 from ferroq.exceptions import InvalidArgument, InvalidName, QueueExists, QueueNotFound, ServerError
 from ferroq.protocol import keys
 from ferroq.pure._errors import map_error, reply_error
@@ -91,7 +91,7 @@ def check_name(name: object, what: str) -> str:
     """A consumer group or consumer name: 1-MAX_GROUP_NAME_LENGTH printable ASCII characters, no spaces."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidName(
-            f'invalid {what} name {name!r}: use 1-{MAX_GROUP_NAME_LENGTH} printable ASCII characters without spaces'
+            f'invalid {what} name {shown(name)}: use 1-{MAX_GROUP_NAME_LENGTH} printable ASCII characters without spaces'
         )
     return name
 
@@ -114,7 +114,7 @@ def group_ref(
         or not 1 <= max_deliveries <= MAX_DELIVERIES
     ):
         raise InvalidArgument(
-            f'max_deliveries must be None or an int from 1 to {MAX_DELIVERIES}, got {max_deliveries!r}'
+            f'max_deliveries must be None or an int from 1 to {MAX_DELIVERIES}, got {shown(max_deliveries)}'
         )
     dead = stream_ref(check_dead_topic(stream.name, dead_letter, 'stream'))
     return GroupRef(stream, group, who, max_deliveries, dead)
@@ -136,7 +136,7 @@ def check_position(value: object, what: str, specials: tuple[str, ...], exclusiv
             raise InvalidArgument(f'{what} is a naive datetime: use an aware datetime (with a tzinfo)')
         ms = (value - _EPOCH) // _MS
         if ms < 0:
-            raise InvalidArgument(f'{what} is before 1970: stream ids start at the epoch, got {value!r}')
+            raise InvalidArgument(f'{what} is before 1970: stream ids start at the epoch, got {shown(value)}')
         return f'{ms}-0'
     if isinstance(value, str):
         body = value[1:] if exclusive and value.startswith('(') else value
@@ -145,7 +145,7 @@ def check_position(value: object, what: str, specials: tuple[str, ...], exclusiv
     choices = ', '.join(repr(s) for s in specials)
     bound = " (after '(' for an exclusive bound)" if exclusive else ''
     raise InvalidArgument(
-        f"{what} must be {choices}, a stream id '<ms>-<seq>' or '<ms>'{bound}, or an aware datetime, got {value!r}"
+        f"{what} must be {choices}, a stream id '<ms>-<seq>' or '<ms>'{bound}, or an aware datetime, got {shown(value)}"
     )
 
 
@@ -155,10 +155,12 @@ def check_entry_ids(stream: StreamRef, entries: object) -> list[str]:
     for item in as_list(entries, 'entries'):
         if isinstance(item, StreamEntry):
             if item.stream != stream.name:
-                raise InvalidArgument(f'entry {item.id!r} was read from stream {item.stream!r}, not {stream.name!r}')
+                raise InvalidArgument(
+                    f'entry {shown(item.id)} was read from stream {shown(item.stream)}, not {shown(stream.name)}'
+                )
             item = item.id
         if not isinstance(item, str) or not _is_id(item, seq=True):
-            raise InvalidArgument(f"an entry must be a StreamEntry or a stream id '<ms>-<seq>', got {item!r}")
+            raise InvalidArgument(f"an entry must be a StreamEntry or a stream id '<ms>-<seq>', got {shown(item)}")
         ids.append(item)
     return ids
 
@@ -167,17 +169,17 @@ def check_idle(value: object) -> int:
     """min_idle in seconds (pending, autoclaim); returns milliseconds."""
     seconds = seconds_of(value)
     if seconds is None or not 0 <= seconds <= MAX_SECONDS:
-        raise InvalidArgument(f'min_idle must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {value!r}')
+        raise InvalidArgument(f'min_idle must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {shown(value)}')
     return round(seconds * 1000)
 
 
 def check_retention(maxlen: object, max_age: object, approximate: object, *, required: bool = False) -> Retention:
     """maxlen (keep about the newest n entries) or max_age (seconds, from the client's clock), never both."""
     if maxlen is not None and (isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0):
-        raise InvalidArgument(f'maxlen must be None or an int >= 0, got {maxlen!r}')
+        raise InvalidArgument(f'maxlen must be None or an int >= 0, got {shown(maxlen)}')
     seconds = seconds_of(max_age)
     if max_age is not None and (seconds is None or seconds <= 0):
-        raise InvalidArgument(f'max_age must be None or a number of seconds > 0, got {max_age!r}')
+        raise InvalidArgument(f'max_age must be None or a number of seconds > 0, got {shown(max_age)}')
     if maxlen is not None and max_age is not None:
         raise InvalidArgument('give maxlen or max_age, not both')
     mode = '~' if check_flag(approximate, 'approximate') else '='
@@ -240,7 +242,7 @@ def _is_missing(exc: ServerError) -> bool:
 
 def _not_found(group: GroupRef) -> QueueNotFound:
     return QueueNotFound(
-        f'consumer group {group.name!r} of stream {group.stream.name!r} not found: call create() first'
+        f'consumer group {shown(group.name)} of stream {shown(group.stream.name)} not found: call create() first'
     )
 
 
@@ -424,7 +426,9 @@ def create(ctx: Settings, group: GroupRef, start: object, exist_ok: bool) -> Pla
             raise
         if exist_ok:
             return False
-        raise QueueExists(f'consumer group {group.name!r} of stream {group.stream.name!r} already exists') from None
+        raise QueueExists(
+            f'consumer group {shown(group.name)} of stream {shown(group.stream.name)} already exists'
+        ) from None
     return True
 
 

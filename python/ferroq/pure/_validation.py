@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from ferroq._limits import MAX_COUNT, MAX_ID_LENGTH, MAX_SECONDS, MIN_LEASE
+from ferroq._limits import MAX_COUNT, MAX_ID_LENGTH, MAX_SECONDS, MIN_LEASE, shown
 from ferroq.exceptions import (
     BatchError,
     FerroqError,
@@ -30,7 +30,7 @@ T = TypeVar('T')
 def check_topic(name: object, what: str = 'topic') -> str:
     """A topic name, or InvalidName; stream names follow the same rule (``what='stream'``)."""
     if not isinstance(name, str) or not TOPIC_RE.fullmatch(name):
-        raise InvalidName(f'invalid {what} name {name!r}: use 1-128 characters from A-Z a-z 0-9 _ . -')
+        raise InvalidName(f'invalid {what} name {shown(name)}: use 1-128 characters from A-Z a-z 0-9 _ . -')
     return name
 
 
@@ -38,7 +38,7 @@ def check_count(count: object, name: str = 'count', most: int | None = MAX_COUNT
     """An int from 1 to ``most`` (no upper bound if None)."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 1 or (most is not None and count > most):
         bounds = f'from 1 to {most}' if most is not None else '>= 1'
-        raise InvalidArgument(f'{name} must be an int {bounds}, got {count!r}')
+        raise InvalidArgument(f'{name} must be an int {bounds}, got {shown(count)}')
     return count
 
 
@@ -54,7 +54,7 @@ def check_lease(lease: object) -> int:
     seconds = seconds_of(lease)
     if seconds is None or not MIN_LEASE <= seconds <= MAX_SECONDS:
         raise InvalidArgument(
-            f'lease must be a number of seconds from {MIN_LEASE:g} to {MAX_SECONDS:.0f}, got {lease!r}'
+            f'lease must be a number of seconds from {MIN_LEASE:g} to {MAX_SECONDS:.0f}, got {shown(lease)}'
         )
     return max(1, round(seconds * 1000))
 
@@ -65,19 +65,21 @@ def check_block(block: object) -> float | None:
         return None
     seconds = seconds_of(block)
     if seconds is None or not 0 <= seconds <= MAX_SECONDS:
-        raise InvalidArgument(f'block must be None or a number of seconds from 0 to {MAX_SECONDS:.0f}, got {block!r}')
+        raise InvalidArgument(
+            f'block must be None or a number of seconds from 0 to {MAX_SECONDS:.0f}, got {shown(block)}'
+        )
     return seconds or None
 
 
 def check_flag(value: object, name: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidArgument(f'{name} must be a bool, got {value!r}')
+        raise InvalidArgument(f'{name} must be a bool, got {shown(value)}')
     return value
 
 
 def check_queue(queue: object) -> str:
     if not isinstance(queue, str) or queue not in ('backlog', 'nextlog'):
-        raise InvalidArgument(f"queue must be 'backlog' or 'nextlog', got {queue!r}")
+        raise InvalidArgument(f"queue must be 'backlog' or 'nextlog', got {shown(queue)}")
     return queue
 
 
@@ -105,7 +107,7 @@ def check_fields(fields: object, max_bytes: int, max_fields: int | None = None) 
             if not key:
                 raise InvalidMessage('message field names must be non-empty')
             if not isinstance(value, str):
-                raise InvalidMessage(f'message field {key!r} must be a str, got {type(value).__name__}')
+                raise InvalidMessage(f'message field {shown(key)} must be a str, got {type(value).__name__}')
             size += utf8_len(key) + utf8_len(value)
             flat += (key, value)
     except UnicodeEncodeError:
@@ -175,7 +177,7 @@ def check_id(msg_id: object) -> str:
     if not isinstance(msg_id, str) or not ID_RE.fullmatch(msg_id):
         raise InvalidArgument(
             f'a message id must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, '
-            f'got {msg_id!r}'
+            f'got {shown(msg_id)}'
         )
     return msg_id
 
@@ -199,7 +201,9 @@ def check_refs(messages: object, topic: str) -> list[Ref]:
     for item in as_list(messages, 'messages'):
         if isinstance(item, Message):
             if item.topic != topic:
-                raise InvalidArgument(f'message {item.id!r} was claimed from topic {item.topic!r}, not {topic!r}')
+                raise InvalidArgument(
+                    f'message {shown(item.id)} was claimed from topic {shown(item.topic)}, not {shown(topic)}'
+                )
             refs.append(Ref(topic, check_id(item.id), _fence(item)))
         else:
             refs.append(Ref(topic, check_id(item), ''))
@@ -222,7 +226,7 @@ def check_owner(owner: object, required: bool = False) -> str:
         return ''
     if not isinstance(owner, str) or not ID_RE.fullmatch(owner):
         raise InvalidArgument(
-            f'owner must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, got {owner!r}'
+            f'owner must be a non-empty str of at most {MAX_ID_LENGTH} characters without whitespace, got {shown(owner)}'
         )
     return owner
 
@@ -231,7 +235,7 @@ def check_delay(delay: object) -> int:
     """A release delay in seconds; returns it in milliseconds (0: release now, else at least 1)."""
     seconds = seconds_of(delay)
     if seconds is None or not 0 <= seconds <= MAX_SECONDS:
-        raise InvalidArgument(f'delay must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {delay!r}')
+        raise InvalidArgument(f'delay must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got {shown(delay)}')
     return max(1, round(seconds * 1000)) if seconds else 0
 
 
@@ -239,7 +243,7 @@ def check_dead_topic(topic: str, to: object, what: str = 'topic') -> str:
     """The dead-letter topic (or stream) of ``topic``: ``to``, or ``<topic>.dead``; never the topic itself."""
     name = check_topic(f'{topic}.dead' if to is None else to, what)
     if name == topic:
-        raise InvalidArgument(f'a dead-letter {what} must differ from the {what} itself, got {name!r}')
+        raise InvalidArgument(f'a dead-letter {what} must differ from the {what} itself, got {shown(name)}')
     return name
 
 
@@ -252,7 +256,7 @@ def check_error(error: object) -> str:
 
 def check_topics(topics: object) -> list[str]:
     if not isinstance(topics, (list, tuple)) or not topics:
-        raise InvalidArgument(f'topics must be a non-empty list of topic names, got {topics!r}')
+        raise InvalidArgument(f'topics must be a non-empty list of topic names, got {shown(topics)}')
     return [check_topic(name) for name in topics]
 
 
@@ -261,10 +265,10 @@ def check_field_names(fields: object, reserved: tuple[str, ...]) -> list[str]:
     names: list[str] = []
     for name in as_iterator(fields, 'fields'):
         if not isinstance(name, str) or not encodes(name):
-            raise InvalidArgument(f'a field name must be a str, got {name!r}')
+            raise InvalidArgument(f'a field name must be a str, got {shown(name)}')
         if name in reserved or name in names:
             raise InvalidArgument(
-                f'field name {name!r} is repeated or is a column of the batch already ({", ".join(reserved)})'
+                f'field name {shown(name)} is repeated or is a column of the batch already ({", ".join(reserved)})'
             )
         names.append(name)
     return names

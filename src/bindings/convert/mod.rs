@@ -31,11 +31,13 @@ fn stream_entry_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     STREAM_ENTRY.import(py, "ferroq.types", "StreamEntry")
 }
 
-/// Python's `repr(obj)`, for error messages.
+/// Python's `repr(obj)` as error messages show it (cut when long, see `pyrepr::shown`).
 pub fn repr(obj: &Bound<'_, PyAny>) -> String {
-    obj.repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "<unprintable>".into())
+    crate::pyrepr::shown(
+        obj.repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "<unprintable>".into()),
+    )
 }
 
 pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
