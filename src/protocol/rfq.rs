@@ -93,7 +93,7 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
         .chunks(chunk)
         .zip(messages.chunks(chunk))
         .map(|(ids, msgs)| {
-            // The record is named after the chunk's first id, fresh for every call, and deleted once written.
+            // The record is named after the chunk's first id, fresh for every call; the next request deletes it.
             let mut write = ChunkWrite::new(topic, &ids[0], STREAM_PUBLISH_TOKEN_MS, front, true);
             for (id, fields) in ids.iter().zip(msgs) {
                 write.message(topic, id.clone(), fields.iter().map(|(k, v)| (k, v)));
@@ -281,9 +281,10 @@ fn server_error(v: &Value) -> Option<Error> {
 /// its id in the backlog. A command refused while queuing (OOM at maxmemory) aborts the EXEC: nothing is
 /// written, and that refusal is the error.
 ///
-/// A record of this call's own (`forget`) is deleted once this call read the EXEC that wrote the chunk: no
-/// attempt of the call comes after, and every earlier attempt watched the record before this one's SET touched
-/// it, so a late EXEC of theirs is aborted all the same.
+/// A record of this call's own (`forget`) may go once this call read the EXEC that wrote the chunk: no attempt
+/// of the call comes after, and every earlier attempt watched the record before this one's SET touched it, so
+/// a late EXEC of theirs is aborted all the same. Its `DEL` rides ahead of the client's next request
+/// ([`Pool::delete_later`]) rather than costing the call a third round trip.
 pub async fn write_chunk(pool: &Pool, chunk: ChunkWrite) -> Result<usize> {
     let chunk = &chunk.sealed();
     let n = chunk.len();
@@ -320,9 +321,7 @@ pub async fn write_chunk(pool: &Pool, chunk: ChunkWrite) -> Result<usize> {
                     Some(e) => return Err(e),
                     None => {
                         if chunk.forget {
-                            // Best effort: the chunk is written whatever happens to this DEL (should it fail,
-                            // the record expires), so its failure must not make the call fail or repeat.
-                            let _ = pool.query(&mut conn, redis::cmd("DEL").arg(record)).await;
+                            pool.delete_later(record.to_string());
                         }
                         return Ok(n - done);
                     }

@@ -218,7 +218,10 @@ def test_without_dedup_key_every_call_publishes(client, r):
     assert t.publish_arrow(table(3)) == (3, 3)
     assert t.publish_arrow(table(3)) == (3, 3)
     assert r.llen('rfq:t:backlog') == 6
-    assert not r.keys('rfq:t:published:*')  # a topic keeps no record without a dedup key
+    # A topic keeps no record without a dedup key: each call's goes with the client's next request.
+    assert len(r.keys('rfq:t:published:*')) <= 1
+    t.stats()
+    assert not r.keys('rfq:t:published:*')
 
 
 def test_empty_data_publishes_nothing(client, r):

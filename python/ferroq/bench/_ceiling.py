@@ -101,8 +101,8 @@ def rfq_claim_commit_stream(topic: str, ids: Sequence[str], batch: int = 1000) -
 
 def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int = 1000) -> bytes:
     """ferroq's own publish, as publish_batch sends it: per chunk of ``batch`` messages, WATCH + GET of the chunk's
-    record, then MULTI, HSET per message, one LPUSH, SET of the record, EXEC, then DEL of the record (docs/protocol.md,
-    "publish and publish_batch")."""
+    record, then MULTI, HSET per message, one LPUSH, SET of the record, EXEC, then DEL of the record (which the client
+    sends ahead of its next request; docs/protocol.md, "publish and publish_batch")."""
     backlog, _, prefix = rfq_keys(topic)
     out = []
     for s in range(0, len(ids), batch):
@@ -111,7 +111,7 @@ def ferroq_publish_stream(topic: str, ids: Sequence[str], body: str, batch: int 
         out += [resp('WATCH', record), resp('GET', record), resp('MULTI')]
         out += [resp('HSET', prefix + i, 'payload', body) for i in chunk]
         out += [resp('LPUSH', backlog, *chunk), resp('SET', record, len(chunk), 'PX', 120_000), resp('EXEC')]
-        out.append(resp('DEL', record))  # sent once the EXEC reply is read
+        out.append(resp('DEL', record))  # sent once the EXEC reply is read, ahead of the client's next request
     return b''.join(out)
 
 

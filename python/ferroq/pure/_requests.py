@@ -62,8 +62,7 @@ class Listen(NamedTuple):
 class Watched(NamedTuple):
     """A watched transaction, on a connection nobody else uses meanwhile (WATCH is per connection): ``WATCH key``
     and ``GET key`` in one round trip, then ``build(value)`` (the GET reply) gives the commands to run between
-    ``MULTI`` and ``EXEC`` in one more round trip, or None to ``UNWATCH`` and run nothing. ``forget``: then
-    ``DEL key`` (best effort: its failure is not reported, as what came before stands). ``deletes``: keys
+    ``MULTI`` and ``EXEC`` in one more round trip, or None to ``UNWATCH`` and run nothing. ``deletes``: keys
     deleted ahead of the ``WATCH``, in its round trip (best effort, their replies dropped: the keys the client
     left to delete later, see :func:`ferroq.pure._send.send`).
 
@@ -74,7 +73,6 @@ class Watched(NamedTuple):
 
     key: str
     build: Callable[[Any], list[tuple[str, ...]] | None]
-    forget: bool = False
     deletes: tuple[str, ...] = ()
 
 

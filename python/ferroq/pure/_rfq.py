@@ -189,7 +189,7 @@ def _write_chunks(ctx: Settings, topic: TopicKeys, items: list[list[str]], front
     if front:  # the last chunk first: each chunk goes before everything waiting, so the batch stays in order
         chunks.reverse()
     for chunk_ids, flats in chunks:
-        # The record is named after the chunk's first id, fresh for every call, and deleted once written.
+        # The record is named after the chunk's first id, fresh for every call; the next request deletes it.
         record = keys.rfq_published(topic.name, chunk_ids[0])
         hsets = [(topic.prefix + msg_id, flat[1:]) for msg_id, flat in zip(chunk_ids, flats)]
         yield from write_chunk(ctx, topic, record, keys.STREAM_PUBLISH_TOKEN_MS, front, chunk_ids, hsets, forget=True)
@@ -243,8 +243,9 @@ def write_chunk(
     late, after a retry on a new connection wrote the chunk, either reads the record and stops or has its EXEC
     aborted by the retry's SET (see docs/protocol.md). The twin of the Rust ``rfq::write_chunk``.
 
-    ``forget``: the record is this call's own (not a dedup key's), deleted once the chunk is known written: no
+    ``forget``: the record is this call's own (not a dedup key's) and may go once the chunk is known written: no
     attempt of the call comes after, and every earlier attempt watched the record before the SET that touched it.
+    Its ``DEL`` rides with the client's next request (``ctx.delete_later``), not in a round trip of its own.
     """
     n = len(ids)
     handled: list[int | None] = [None]
@@ -269,7 +270,7 @@ def write_chunk(
     for _ in range(WATCH_ROUNDS):
         while True:
             deletes = tuple(ctx.delete_later.take())
-            reply = yield Watched(record, build, forget, deletes)
+            reply = yield Watched(record, build, deletes)
             if not isinstance(reply, BaseException):
                 break
             for key in deletes:  # not known to be sent: left for the next request again, as send() does
@@ -289,6 +290,8 @@ def write_chunk(
         for item in reply:
             if isinstance(item, BaseException):
                 raise map_error(item, ctx)
+        if forget:
+            ctx.delete_later.add(record)
         return n - handled[0] if reply else 0
     raise ServerError(
         f'ERR the publish record {record} kept changing under other writers ({WATCH_ROUNDS} rounds)', 'ERR'

@@ -207,14 +207,7 @@ class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream], AsyncMod
         pool: Any = self._pool
         conn = await pool.get_connection()
         try:
-            results = await self._transaction(conn, request)
-            if request.forget and results is not None:
-                try:
-                    await conn.send_command('DEL', request.key)
-                    await conn.read_response()
-                except redis.RedisError:
-                    await conn.disconnect()  # best effort: what came before stands, and the record expires
-            return results
+            return await self._transaction(conn, request)
         except BaseException:
             await conn.disconnect()  # a reply may still be on its way, or a WATCH still set: never reuse it
             raise

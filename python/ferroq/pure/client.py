@@ -271,14 +271,7 @@ class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
         pool: Any = self._pool
         conn = pool.get_connection()
         try:
-            results = self._transaction(conn, request)
-            if request.forget and results is not None:
-                try:
-                    conn.send_command('DEL', request.key)
-                    conn.read_response()
-                except redis.RedisError:
-                    conn.disconnect()  # best effort: what came before stands, and the record expires
-            return results
+            return self._transaction(conn, request)
         except BaseException:
             conn.disconnect()  # a reply may still be on its way, or a WATCH still set: never reuse it
             raise
