@@ -73,7 +73,7 @@ limits! {
     /// `...`), so a list passed for one id does not make an error of many kilobytes; a value just over a
     /// length limit (names, ids, dedup keys) is still shown whole.
     MAX_SHOWN_CHARS: usize = 300 => Int;
-    /// Most keys (single publishes' records) a client keeps for its next request to delete; beyond this
+    /// Most keys (publish records) a client keeps for its next request to delete; beyond this
     /// many (callers on many threads at once) the newest are left to expire.
     MAX_DELETE_LATER: usize = 1024 => Int;
 }

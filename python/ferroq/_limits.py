@@ -67,7 +67,7 @@ MAX_ERROR_CHARS = int(LIMITS['MAX_ERROR_CHARS'])
 #: Most handler threads or tasks one worker may run.
 MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])
 
-#: Most keys (single publishes' records) a client keeps for its next request to delete.
+#: Most keys (publish records) a client keeps for its next request to delete.
 MAX_DELETE_LATER = int(LIMITS['MAX_DELETE_LATER'])
 
 #: Most characters of a value an error message shows (its repr, cut to end in '...').

@@ -244,7 +244,7 @@ class AsyncClient(ClientState[AsyncTopic, AsyncRsmqQueue, AsyncStream], AsyncMod
 
     async def close(self) -> None:
         if not self._closed:
-            # The records of single publishes this client left for its next request go now (best effort).
+            # The publish records this client left for its next request go now (best effort).
             with contextlib.suppress(FerroqError):
                 await self._run(_send.delete_now(self._ctx), check=False)
             self._closed = True

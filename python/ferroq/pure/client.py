@@ -308,7 +308,7 @@ class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
 
     def close(self) -> None:
         if not self._closed:
-            # The records of single publishes this client left for its next request go now (best effort).
+            # The publish records this client left for its next request go now (best effort).
             with contextlib.suppress(FerroqError):
                 self._run(_send.delete_now(self._ctx), check=False)
             self._closed = True
