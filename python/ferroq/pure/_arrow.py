@@ -383,7 +383,7 @@ class Layout(NamedTuple):
 def _index(schema: Any, name: str, what: str) -> int:
     names = list(schema.names)
     if name not in names:
-        listed = ', '.join(repr(n) for n in names)
+        listed = ', '.join(shown(n) for n in names)
         raise InvalidArgument(f'{what} {shown(name)} is not a column of the data (columns: {listed})')
     return names.index(name)
 
