@@ -92,9 +92,13 @@ class _Iteration:
     def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return _claim_arguments(*args, **kwargs)
 
-    def _claim(self) -> Any:
-        """One claim of the iteration: its batch (sync) or an awaitable of it (asyncio)."""
+    def _call(self) -> Any:
+        """The source's own batch call (a topic's claim): its batch (sync) or an awaitable of it (asyncio)."""
         return self._topic.claim(**self._kwargs)
+
+    def _claim(self) -> Any:
+        """One claim of the iteration (see :meth:`_call`)."""
+        return self._call()
 
     def _give_back(self, batch: list[Any]) -> Any:
         """Give a batch claimed ahead back (sync: done; asyncio: an awaitable)."""
@@ -241,7 +245,7 @@ class AsyncBatches(_Iteration):
     def _claim(self) -> Any:
         if self._deferred is not None:
             return self._deferred(**self._kwargs)
-        return super()._claim()
+        return self._call()
 
     def __aiter__(self) -> Self:
         return self
@@ -283,7 +287,20 @@ class AsyncBatches(_Iteration):
         await self.close()
 
 
-class RsmqBatches(Batches):
+class _Receives:
+    """What the RSMQ forms change: their arguments are ``receive_batch``'s, and so is their batch call."""
+
+    _topic: Any
+    _kwargs: dict[str, Any]
+
+    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _receive_arguments(*args, **kwargs)
+
+    def _call(self) -> Any:
+        return self._topic.receive_batch(**self._kwargs)
+
+
+class RsmqBatches(_Receives, Batches):
     """Batches of an RSMQ queue's messages, each a ``receive_batch(count, vt, block)``, received one ahead (as a
     topic's claims: a task of the native runtime, or a thread of the iterator's own for a pure client); a
     context manager.
@@ -294,27 +311,13 @@ class RsmqBatches(Batches):
     leaves them hidden until their ``vt`` ends.
     """
 
-    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return _receive_arguments(*args, **kwargs)
-
-    def _claim(self) -> Any:
-        return self._topic.receive_batch(**self._kwargs)
-
     def _give_back(self, batch: list[Any]) -> None:
         for msg in batch:
             self._topic.change_visibility(msg.id, 0)
 
 
-class AsyncRsmqBatches(AsyncBatches):
+class AsyncRsmqBatches(_Receives, AsyncBatches):
     """The asyncio form of :class:`RsmqBatches`: the receive ahead is a task."""
-
-    def _arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return _receive_arguments(*args, **kwargs)
-
-    def _claim(self) -> Any:
-        if self._deferred is not None:
-            return self._deferred(**self._kwargs)
-        return self._topic.receive_batch(**self._kwargs)
 
     async def _give_back(self, batch: list[Any]) -> None:
         await asyncio.gather(*(self._topic.change_visibility(msg.id, 0) for msg in batch))
