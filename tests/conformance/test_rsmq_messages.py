@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ferroq.exceptions import OutOfMemory
 from ferroq.types import RsmqMessage, rsmq_sent
 
 RSMQ_ID = re.compile(r'[0-9a-z]{10}[A-Za-z0-9]{22}')
@@ -199,13 +200,15 @@ def test_delete(q, r):
     assert set(r.hkeys('rsmq:jobs:Q')) == {'vt', 'delay', 'maxsize', 'created', 'modified', 'totalsent', 'totalrecv'}
 
 
-def test_delete_batch_returns_what_was_there(make_client, redis_url):
+def test_delete_batch_returns_what_was_there(make_client, redis_url, r):
     queue = make_client(redis_url, chunk_size=2).rsmq('jobs')
     queue.create()
     ids = queue.send_batch(['a', 'b', 'c', 'd', 'e'])
     missing = 'x' * 32
     assert queue.delete_batch([ids[4], missing, ids[0], ids[2], ids[0]]) == [ids[4], ids[0], ids[2]]
     assert queue.delete_batch([]) == []
+    assert queue.delete_batch([missing, missing]) == []
+    assert r.zscore('rsmq:jobs', missing) is None  # looking for it left nothing behind
     assert [m.id for m in queue.receive_batch(10)] == [ids[1], ids[3]]
 
 
@@ -225,6 +228,33 @@ def test_delete_counts_a_member_with_a_body_or_receive_marks(q, r):
     assert got == [never, received, bodiless]
     assert r.zcard('rsmq:jobs') == 0
     assert set(r.hkeys('rsmq:jobs:Q')) == {'vt', 'delay', 'maxsize', 'created', 'modified', 'totalsent', 'totalrecv'}
+
+
+def test_delete_with_a_member_at_minus_infinity(q, r):
+    """A score no RSMQ write makes (-inf, a foreign write) changes nothing of what a delete reports."""
+    received, never = q.send_batch(['a', 'b'])
+    q.receive()
+    floor = 'aaaaaaaaaa' + 'F' * 22
+    r.zadd('rsmq:jobs', {floor: '-inf'})
+    r.hset('rsmq:jobs:Q', floor, 'body')
+    missing = 'x' * 32
+    assert q.delete_batch([missing, floor, received, floor]) == [floor, received]
+    assert r.zrange('rsmq:jobs', 0, -1) == [never]
+
+
+def test_delete_on_a_full_server(q, r):
+    """At maxmemory (noeviction) sends are refused, and deletes still free what was received."""
+    ids = q.send_batch(['a', 'b', 'c'])
+    received = [m.id for m in q.receive_batch(2)]
+    r.config_set('maxmemory', '1')  # far below what the server uses: every write that may grow memory is refused
+    try:
+        with pytest.raises(OutOfMemory):
+            q.send('d')
+        assert q.delete_batch([*received, 'x' * 32]) == received
+        assert q.delete(received[0]) is False
+    finally:
+        r.config_set('maxmemory', '0')
+    assert r.zrange('rsmq:jobs', 0, -1) == [ids[2]]
 
 
 def test_change_visibility(q, r):
