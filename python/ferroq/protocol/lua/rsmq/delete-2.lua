@@ -13,10 +13,10 @@ either).
 In bulk, not per id: which ids are members comes from one ZADD NX of them all at score -inf, which adds
 exactly those that are not (the usual call adds none and writes nothing); only when it added some does a
 ZRANGEBYSCORE of -inf list them (no member had that score: checked first with ZCOUNT, else ZMSCORE tells
-the members, at twice the cost: it formats every score). HMGET their <id>:rc (a received message has one);
+the members, which costs more: it formats every score). HMGET their <id>:rc (a received message has one);
 only a member without one is looked at further (HEXISTS of <id>, then <id>:fr). Then one ZREM (which also
 takes the ids ZADD NX added) and one HDEL for all (in slices). With persistence on, two commands per call
-are written to the AOF, not two per message.
+are written to the AOF (three when ZADD NX added some), not two per message.
 ]]
 -- Redis refuses a script at maxmemory (noeviction) only at its first write, and only when that write may
 -- grow memory: start with one that cannot, so deleting still works on a full server.
