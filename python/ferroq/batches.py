@@ -96,10 +96,6 @@ class _Iteration:
         """The source's own batch call (a topic's claim): its batch (sync) or an awaitable of it (asyncio)."""
         return self._topic.claim(**self._kwargs)
 
-    def _claim(self) -> Any:
-        """One claim of the iteration (see :meth:`_call`)."""
-        return self._call()
-
     def _give_back(self, batch: list[Any]) -> Any:
         """Give a batch claimed ahead back (sync: done; asyncio: an awaitable)."""
         return self._topic.release(batch)
@@ -187,12 +183,12 @@ class Batches(_Iteration):
                 batch = self._native.next()
             else:
                 ahead, self._ahead = self._ahead, None
-                batch = ahead.result() if ahead is not None else self._claim()
+                batch = ahead.result() if ahead is not None else self._call()
             if not batch:
                 self._close()
                 raise StopIteration
             if self._thread is not None:
-                self._ahead = self._thread.submit(self._claim)
+                self._ahead = self._thread.submit(self._call)
             return batch
 
     def close(self) -> None:
@@ -243,6 +239,7 @@ class AsyncBatches(_Iteration):
         self._deferred = deferred_call(self._topic)
 
     def _claim(self) -> Any:
+        """One batch call of the iteration: the source's deferred form when it has one (see :func:`deferred_call`)."""
         if self._deferred is not None:
             return self._deferred(**self._kwargs)
         return self._call()

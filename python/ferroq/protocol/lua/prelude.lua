@@ -13,6 +13,18 @@ local function call_in_slices(command, key, list, first, last)
   end
 end
 
+-- HMGET key fields..., in slices of 1000 fields: the values, in the order of fields (nil for a missing one).
+local function hmget_all(key, fields)
+  local vals = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #got do
+      vals[i + j - 1] = got[j]
+    end
+  end
+  return vals
+end
+
 -- A publish record (rsmq/send-3, streams/publish-2): the ids written for one chunk token, space-separated.
 local function record_ids(record)
   local ids = {}

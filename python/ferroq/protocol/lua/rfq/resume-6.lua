@@ -66,13 +66,7 @@ local text = table.concat(ids, ' ')
 redis.call('HSET', claims, token, now .. ' ' .. owner .. ' ' .. text, token .. ':d', text)
 redis.call('ZADD', claim_leases, now + lease_ms, token)
 local out = { now, 1, text, #ids }
-local records = {}
-for first = 1, #ids, 1000 do
-  local got = redis.call('HMGET', deliveries, unpack(ids, first, math.min(first + 999, #ids)))
-  for j = 1, #got do
-    records[first + j - 1] = got[j]
-  end
-end
+local records = hmget_all(deliveries, ids)
 for i, id in ipairs(ids) do
   out[#out + 1] = i
   out[#out + 1] = (tonumber((parse_record(records[i] or '0'))) or 0) + 1

@@ -52,14 +52,7 @@ else
     end
   end
 end
-local rcs = {}
-for i = 1, n, 999 do
-  local last = math.min(i + 998, n)
-  local r = redis.call('HMGET', KEYS[2], unpack(rc_fields, i, last))
-  for j = 1, last - i + 1 do
-    rcs[i + j - 1] = r[j]
-  end
-end
+local rcs = hmget_all(KEYS[2], rc_fields)
 local out, seen = {}, {}
 for i = 1, n do
   local id = ARGV[i]

@@ -52,18 +52,8 @@ local vt_ms = math.floor(tonumber(q[1]) * 1000 + 0.5)
 if ARGV[2] ~= '' then
   vt_ms = tonumber(ARGV[2])
 end
--- Redis commands per call, not per message: one HMGET for every candidate, then one ZADD/ZREM, HSET and
--- HDEL for all (in slices of 999 arguments, below Lua's unpack limit).
-local function hmget_all(key, fields)
-  local vals = {}
-  for i = 1, #fields, 999 do
-    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 998, #fields)))
-    for j = 1, #got do
-      vals[i + j - 1] = got[j]
-    end
-  end
-  return vals
-end
+-- Redis commands per call, not per message: one HMGET for every candidate (the prelude's hmget_all), then
+-- one ZADD/ZREM, HSET and HDEL for all (in slices, below Lua's unpack limit).
 local out, moved, taken = {}, 0, 0 -- out: id, body, rc, fr of each message taken, one after the other
 -- What the call writes, gathered while reading: the ZSET members (or, for pop, ids) and hash fields.
 local members, writes, removes = {}, {}, {}
