@@ -18,10 +18,10 @@ records (deleted with the claim's lease when the claim has no id left), a per-id
 the deliveries HASH. An id listed twice is committed once.
 
 Speed: a claim's record is read once (HGET). A whole claim committed in claim order (the usual case) is
-recognised by comparing its id string, with no work per id in Lua; its ids are then the nextlog's oldest
-claims, so one LRANGE and one LTRIM unlist them all (see unlist for the other cases). A claim's first ids
-in claim order (a consumer that commits a claim in parts, as it handles them) cost no work per id the claim
-still holds either: the record keeps the rest of its id string.
+recognised by comparing its id string with the ids joined, with no other work per id in Lua; its ids are
+then the nextlog's oldest claims, so one LRANGE and one LTRIM unlist them all (see unlist for the other
+cases). A claim's first ids in claim order (a consumer that commits a claim in parts, as it handles them)
+cost no work per id the claim still holds either: the record keeps the rest of its id string.
 ]]
 local nextlog, leases, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local claims, claim_leases, inflight = KEYS[4], KEYS[5], KEYS[6]
@@ -33,20 +33,22 @@ for i = FIRST_BODY, #KEYS do
   ids[i] = string.sub(KEYS[i], id_from)
 end
 -- Where ids[first..last] end in a claim's id string held when they are its first words, in that order:
--- the index of the next word (#held + 2 when they are all of it); nil otherwise. Compared word by word in
--- place: string.find at a known position allocates nothing (table.concat of the ids costs about 0.2 us per
--- id, splitting held into a table as much per word of it).
+-- the index of the next word (#held + 2 when they are all of it); nil otherwise. One table.concat and one
+-- comparison: Lua interns every string, so joined ids equal to held are held itself (about 0.25 us per id
+-- less than comparing word by word with string.find, in calls of 1000).
 local function claim_prefix_end(held, first, last)
-  local pos = 1
-  for i = first, last do
-    local id = ids[i]
-    local after = pos + #id
-    if string.find(held, id, pos, true) ~= pos or (after <= #held and string.byte(held, after) ~= 32) then
-      return nil
-    end
-    pos = after + 1
+  if first > last then
+    return 1
   end
-  return pos
+  local joined = table.concat(ids, ' ', first, last)
+  local n = #joined
+  if n == #held then
+    return joined == held and n + 2 or nil
+  end
+  if n > #held or string.byte(held, n + 1) ~= 32 or string.sub(held, 1, n) ~= joined then
+    return nil
+  end
+  return n + 2
 end
 
 -- The usual call: one claim, committed whole in claim order, none of its ids a redelivery (no ':d' record),
