@@ -538,11 +538,11 @@ impl Pool {
     /// caller is told they may have run ([`Direct::Again`]): an idempotent call is made again the usual
     /// way, a claim first looks whether it was made.
     ///
-    /// The keys left by [`Pool::delete_later`] go first, as in [`Pool::send_pipeline`]; the replies are
-    /// `cmds`', error replies included, in order. Not tried before the pool's first connection has checked
+    /// The keys left by [`Pool::delete_later`] go first, as in [`Pool::send_pipeline`], once `min_deletes` of
+    /// them wait; the replies are `cmds`', error replies included, in order. Not tried before the pool's first connection has checked
     /// the server (see [`Pool::connect`]), nor when no blocking connection can be made (the usual way then
     /// connects, or says why it cannot).
-    pub fn direct(&self, cmds: &[&Cmd]) -> Direct<Vec<Value>> {
+    pub fn direct(&self, cmds: &[&Cmd], min_deletes: usize) -> Direct<Vec<Value>> {
         let sync_call = SYNC_CALL.try_with(|_| ()).is_ok();
         if !sync_call || self.direct_off.load(Ordering::Relaxed) || !self.version_checked.load(Ordering::Acquire) {
             return Direct::NothingDone;
@@ -555,7 +555,7 @@ impl Pool {
             self.direct.lock().unwrap().total -= 1;
             return Direct::NothingDone;
         };
-        let keys = self.take_delete_later();
+        let keys = self.take_delete_later(min_deletes);
         let mut packed = if keys.is_empty() {
             Vec::new()
         } else {
@@ -589,8 +589,8 @@ impl Pool {
     }
 
     /// One script call by [`Pool::direct`]; an error reply becomes the error.
-    pub fn direct_eval(&self, cmd: &Cmd) -> Direct<Value> {
-        match self.direct(&[cmd]) {
+    pub fn direct_eval(&self, cmd: &Cmd, min_deletes: usize) -> Direct<Value> {
+        match self.direct(&[cmd], min_deletes) {
             Direct::Done(replies) => Direct::Done(
                 replies
                     .and_then(first_error)
@@ -624,7 +624,8 @@ impl Pool {
     }
 
     /// Leaves `key` (a key that expires by itself, such as a publish record) for the client's next request to
-    /// delete on its way, rather than spending a round trip of its own on its `DEL`.
+    /// delete on its way, rather than spending a round trip of its own on its `DEL`. A single publish takes
+    /// them along only once `MIN_DELETE_LATER` wait (see `rfq::publish_one`).
     pub fn delete_later(&self, key: String) {
         let mut keys = self.delete_later.lock().unwrap_or_else(|e| e.into_inner());
         if keys.len() < MAX_DELETE_LATER {
@@ -636,7 +637,7 @@ impl Pool {
     /// [`Pool::delete_later`], on a connection that was open (never a new one): a closing client awaits it.
     /// Best effort, and bounded by [`CLOSE_DELETE_WAIT`]: a key it misses expires.
     pub fn close_deleting(&self) -> impl Future<Output = ()> + Send + 'static {
-        let keys = self.take_delete_later();
+        let keys = self.take_delete_later(1);
         let open = if keys.is_empty() {
             None
         } else {
@@ -661,9 +662,14 @@ impl Pool {
         }
     }
 
-    /// The keys left by [`Pool::delete_later`], now the caller's to delete (best effort: they expire).
-    fn take_delete_later(&self) -> Vec<String> {
-        std::mem::take(&mut *self.delete_later.lock().unwrap_or_else(|e| e.into_inner()))
+    /// The keys left by [`Pool::delete_later`], now the caller's to delete (best effort: they expire), once at
+    /// least `min` of them wait (none before).
+    fn take_delete_later(&self, min: usize) -> Vec<String> {
+        let mut keys = self.delete_later.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() < min {
+            return Vec::new();
+        }
+        std::mem::take(&mut *keys)
     }
 
     /// Sends `pipe` (EVALSHA calls of the scripts in `ids`, one per command) in one round trip and returns
@@ -677,7 +683,19 @@ impl Pool {
         ids: &[scripts::Id],
         pipe: &Pipeline,
     ) -> Result<Vec<Value>> {
-        let mut replies = self.send_pipeline(conn, pipe).await?;
+        self.eval_pipe_taking(conn, ids, pipe, 1).await
+    }
+
+    /// [`Pool::eval_pipe`] that takes the keys left by [`Pool::delete_later`] along only once `min_deletes`
+    /// of them wait.
+    async fn eval_pipe_taking(
+        &self,
+        conn: &mut MultiplexedConnection,
+        ids: &[scripts::Id],
+        pipe: &Pipeline,
+        min_deletes: usize,
+    ) -> Result<Vec<Value>> {
+        let mut replies = self.send_pipeline_taking(conn, pipe, min_deletes).await?;
         let all: Vec<&Cmd> = pipe.cmd_iter().collect();
         for round in 0..NOSCRIPT_ROUNDS {
             let missing: Vec<usize> = (0..replies.len()).filter(|&i| is_noscript(&replies[i])).collect();
@@ -710,16 +728,37 @@ impl Pool {
 
     /// One EVALSHA call (see [`Pool::eval_pipe`]).
     pub async fn eval(&self, conn: &mut MultiplexedConnection, id: scripts::Id, cmd: &Cmd) -> Result<Value> {
+        self.eval_taking(conn, id, cmd, 1).await
+    }
+
+    /// [`Pool::eval`] that takes the keys left by [`Pool::delete_later`] along only once `min_deletes` of them
+    /// wait (a single publish).
+    pub async fn eval_taking(
+        &self,
+        conn: &mut MultiplexedConnection,
+        id: scripts::Id,
+        cmd: &Cmd,
+        min_deletes: usize,
+    ) -> Result<Value> {
         let mut pipe = Pipeline::with_capacity(1);
         pipe.add_command(cmd.clone());
-        let mut replies = self.eval_pipe(conn, &[id], &pipe).await?;
+        let mut replies = self.eval_pipe_taking(conn, &[id], &pipe, min_deletes).await?;
         replies.pop().ok_or_else(|| Error::protocol("Redis sent no reply"))
     }
 
     /// Sends `pipe` in one round trip; every reply, error replies included, in order. The keys left by
     /// [`Pool::delete_later`] go first, in the same round trip (see [`Pool::with_deletes`]).
     pub async fn send_pipeline(&self, conn: &mut MultiplexedConnection, pipe: &Pipeline) -> Result<Vec<Value>> {
-        let replies = match self.with_deletes(pipe.cmd_iter()) {
+        self.send_pipeline_taking(conn, pipe, 1).await
+    }
+
+    async fn send_pipeline_taking(
+        &self,
+        conn: &mut MultiplexedConnection,
+        pipe: &Pipeline,
+        min_deletes: usize,
+    ) -> Result<Vec<Value>> {
+        let replies = match self.with_deletes(pipe.cmd_iter(), min_deletes) {
             None => conn.send_packed_commands(pipe, 0, pipe.len()).await,
             Some((with, keys)) => {
                 let sent = conn.send_packed_commands(&with, keys.len(), pipe.len()).await;
@@ -745,7 +784,7 @@ impl Pool {
 
     /// One plain command (with the keys left by [`Pool::delete_later`] ahead of it, as for a pipeline).
     pub async fn query(&self, conn: &mut MultiplexedConnection, cmd: &Cmd) -> Result<Value> {
-        let reply = match self.with_deletes(std::iter::once(cmd)) {
+        let reply = match self.with_deletes(std::iter::once(cmd), 1) {
             None => conn.send_packed_command(cmd).await,
             Some((with, keys)) => {
                 let sent = conn.send_packed_commands(&with, keys.len(), 1).await;
@@ -760,11 +799,12 @@ impl Pool {
         }
     }
 
-    /// When keys wait in [`Pool::delete_later`]: their DELs ([`deletes_of`]) followed by `cmds`, and the keys. The DELs' replies are skipped (best
-    /// effort: a key they miss expires, so their failure must not fail the request); the caller's own
-    /// commands come after them in the same round trip, on the same connection, so the deletes cost no wait.
-    fn with_deletes<'a>(&self, cmds: impl Iterator<Item = &'a Cmd>) -> Option<(Pipeline, Vec<String>)> {
-        let keys = self.take_delete_later();
+    /// When at least `min` keys wait in [`Pool::delete_later`]: their DELs ([`deletes_of`]) followed by `cmds`,
+    /// and the keys. The DELs' replies are skipped (best effort: a key they miss expires, so their failure must
+    /// not fail the request); the caller's own commands come after them in the same round trip, on the same
+    /// connection, so the deletes cost no wait.
+    fn with_deletes<'a>(&self, cmds: impl Iterator<Item = &'a Cmd>, min: usize) -> Option<(Pipeline, Vec<String>)> {
+        let keys = self.take_delete_later(min);
         if keys.is_empty() {
             return None;
         }

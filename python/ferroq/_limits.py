@@ -67,8 +67,12 @@ MAX_ERROR_CHARS = int(LIMITS['MAX_ERROR_CHARS'])
 #: Most handler threads or tasks one worker may run.
 MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])
 
-#: Most keys (publish records) a client keeps for its next request to delete.
+#: Most keys (publish records) a client keeps for a later request to delete.
 MAX_DELETE_LATER = int(LIMITS['MAX_DELETE_LATER'])
+
+#: Fewest publish records a single publish deletes on its way: they gather until this many wait (any other
+#: request of the client, and its ``close()``, takes however many wait).
+MIN_DELETE_LATER = int(LIMITS['MIN_DELETE_LATER'])
 
 #: Most characters of a value an error message shows (its repr, cut to end in '...').
 MAX_SHOWN_CHARS = int(LIMITS['MAX_SHOWN_CHARS'])

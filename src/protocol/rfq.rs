@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, ErrorKind, Result};
+use crate::limits::MIN_DELETE_LATER;
 use crate::pool::{Direct, Pool};
 use crate::protocol::common::{
     array, eval_all, eval_one, int, opt_number, opt_string, pairs, pipelines, read_pipe, scan_keys, string, take,
@@ -115,8 +116,9 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
 /// Publishes one message with one script call, publish_one-3: one round trip, where the watched transaction
 /// takes three. The record (named after the message's id, which only this call knows) makes a repeat after
 /// a dropped connection write nothing. Once the first attempt's reply is read, no attempt of this call can
-/// reach Redis later, so the record may go: its `DEL` rides ahead of the client's next request
-/// ([`Pool::delete_later`]) instead of costing a round trip of its own. After a repeat, the dropped attempt
+/// reach Redis later, so the record may go: its `DEL` rides ahead of the client's next request other than a
+/// single publish, or of the single publish made once `MIN_DELETE_LATER` records wait ([`Pool::delete_later`]),
+/// instead of costing a round trip of its own. After a repeat, the dropped attempt
 /// could still arrive (it would find the record and write nothing), so the record is left to expire
 /// (STREAM_PUBLISH_TOKEN_MS), as is one that no later request takes along.
 async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool) -> Result<String> {
@@ -131,8 +133,9 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
         cmd.arg(k).arg(v);
     }
     // A sync client's call goes first on a blocking connection (see `Pool::direct`); an attempt there that
-    // may have reached Redis counts as the first.
-    let first = match pool.direct_eval(&cmd) {
+    // may have reached Redis counts as the first. It takes the records left to delete along only once
+    // MIN_DELETE_LATER wait: a DEL riding with every call cost it 5-10% of its time.
+    let first = match pool.direct_eval(&cmd, MIN_DELETE_LATER) {
         Direct::Done(reply) => {
             reply?;
             pool.delete_later(record);
@@ -145,7 +148,7 @@ async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool
     let (cmd, attempts_ref) = (&cmd, &attempts);
     pool.exclusive(true, |mut conn| async move {
         attempts_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        pool.eval(&mut conn, Id::PublishOne, cmd).await
+        pool.eval_taking(&mut conn, Id::PublishOne, cmd, MIN_DELETE_LATER).await
     })
     .await?;
     if attempts.into_inner() == 1 {
@@ -398,7 +401,7 @@ async fn with_bodies(
         .collect();
     // A sync client's single claim reads its body on a blocking connection (see `Pool::direct`).
     if let [cmd] = cmds.as_slice() {
-        if let Direct::Done(body) = pool.direct(&[cmd]) {
+        if let Direct::Done(body) = pool.direct(&[cmd], 1) {
             let bodies = crate::pool::first_error(body?)?;
             return bodied(pool, token, topics, held, bodies).await;
         }
@@ -468,7 +471,7 @@ async fn claim_now(
     // A claim moves messages: repeating it after a drop could lease messages nobody receives. A sync
     // client's claim goes first on a blocking connection (see `Pool::direct`); when that connection fails
     // after the claim was written, the claim is made the usual way only if it holds nothing.
-    let reply = match pool.direct_eval(&cmd) {
+    let reply = match pool.direct_eval(&cmd, 1) {
         Direct::Done(reply) => reply?,
         Direct::NothingDone => eval_one(pool, false, Id::Claim, &cmd).await?,
         Direct::Again => {

@@ -13,6 +13,7 @@ import pytest
 
 from _checks import assert_rfq_id, bodies, message_keys, queue_keys, run_in_threads
 from _redis import commandstats
+from ferroq._limits import MIN_DELETE_LATER
 from ferroq.exceptions import BatchError, InvalidArgument, InvalidMessage
 
 
@@ -57,14 +58,14 @@ def test_publish_batch_empty_is_a_no_op(client, r):
 
 
 @pytest.mark.parametrize('call', ['publish', 'publish_batch'])
-def test_one_message_is_one_script_call_and_the_next_one_deletes_its_record(client, r, call):
+def test_one_message_is_one_script_call_and_its_record_waits_for_others(client, r, call):
     t = client.topic('jobs')
     warm = t.publish({'n': 'warm-up'})  # connects and loads the scripts
     r.config_resetstat()
     msg_id = t.publish({'n': 'a'}) if call == 'publish' else t.publish_batch([{'n': 'a'}])[0]
     stats = commandstats(r)
-    # publish_one-3 (its SET NX of the record, HSET and LPUSH inside), and the DEL of the warm-up's record,
-    # which waited for this call: no transaction, no read, no DEL of this call's own record.
+    # publish_one-3 (its SET NX of the record, HSET and LPUSH inside): no transaction, no read, and no DEL:
+    # the warm-up's record waits, as single publishes take the records along only once MIN_DELETE_LATER wait.
     sent = {k: stats.get(k, 0) for k in ('evalsha', 'get', 'exists', 'hset', 'set', 'lpush', 'del', 'watch', 'multi')}
     assert sent == {
         'evalsha': 1,
@@ -73,17 +74,33 @@ def test_one_message_is_one_script_call_and_the_next_one_deletes_its_record(clie
         'hset': 1,
         'set': 1,
         'lpush': 1,
-        'del': 1,
+        'del': 0,
         'watch': 0,
         'multi': 0,
     }
-    record = f'rfq:jobs:published:{msg_id}'
-    assert set(r.keys('*')) == {'rfq:jobs:backlog', record} | message_keys('jobs', [warm, msg_id])
-    assert 0 < r.pttl(record) <= 120_000  # it expires should no later publish come
-    # The next single publish, of any topic, deletes it.
-    other = client.topic('other').publish({'n': 'b'})
-    assert not r.exists(record)
-    assert r.exists(f'rfq:other:published:{other}')
+    record, warm_record = f'rfq:jobs:published:{msg_id}', f'rfq:jobs:published:{warm}'
+    assert set(r.keys('*')) == {'rfq:jobs:backlog', warm_record, record} | message_keys('jobs', [warm, msg_id])
+    assert 0 < r.pttl(record) <= 120_000  # it expires should no later request take it along
+    # Two records wait: the single publish made once MIN_DELETE_LATER wait (of any topic) deletes them all.
+    other = client.topic('other')
+    for _ in range(MIN_DELETE_LATER - 2):
+        other.publish({'n': 'b'})
+    assert r.exists(warm_record, record) == 2
+    assert len(r.keys('rfq:other:published:*')) == MIN_DELETE_LATER - 2
+    last = other.publish({'n': 'b'})
+    assert r.keys('rfq:*:published:*') == [f'rfq:other:published:{last}']
+
+
+def test_any_request_but_a_single_publish_deletes_the_records_waiting(client, r):
+    t = client.topic('jobs')
+    ids = [t.publish({'n': str(i)}) for i in range(3)]
+    assert len(r.keys('rfq:jobs:published:*')) == 3
+    assert [m.id for m in t.claim(count=1)] == ids[:1]  # the claim takes them along
+    assert r.keys('rfq:jobs:published:*') == []
+    t.publish_batch([{'n': 'x'}, {'n': 'y'}])  # a chunk's record waits too, for the next request
+    assert len(r.keys('rfq:jobs:published:*')) == 1
+    client.ping()
+    assert r.keys('rfq:jobs:published:*') == []
 
 
 def test_close_deletes_the_record_of_a_last_single_publish(make_client, redis_url, r):
@@ -111,15 +128,15 @@ def test_close_gives_up_on_the_record_of_a_server_that_does_not_answer(make_clie
 
 
 def test_records_of_single_publishes_from_many_threads_stay_few(client, r):
-    # Each call deletes the records the client's earlier calls left: however many publishes, at most one
-    # record waits per thread (its last call's, until another call takes it along).
+    # A single publish made once MIN_DELETE_LATER records wait deletes them: however many publishes, fewer
+    # than that many wait, plus at most one per thread whose call looked before another call took them.
     t = client.topic('jobs')
-    threads, per_thread = 4, 50
+    threads, per_thread = 4, 100
     ids: list[str] = []
     errors = run_in_threads(lambda i: ids.extend(t.publish({'n': f'{i}.{k}'}) for k in range(per_thread)), threads)
     assert errors == []
     assert len(set(ids)) == threads * per_thread == r.llen('rfq:jobs:backlog')
-    assert 1 <= len(r.keys('rfq:jobs:published:*')) <= threads
+    assert 1 <= len(r.keys('rfq:jobs:published:*')) < MIN_DELETE_LATER + threads < threads * per_thread
 
 
 def test_publish_front_is_consumed_next(client):

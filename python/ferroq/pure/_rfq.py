@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from redis import exceptions as rex
 
-from ferroq._limits import shown
+from ferroq._limits import MIN_DELETE_LATER, shown
 from ferroq.exceptions import (
     FerroqError,
     InvalidArgument,
@@ -201,8 +201,9 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
 
     The record (named after the message's id, which only this call knows) makes a repeat after a dropped
     connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
-    record may go: its ``DEL`` rides ahead of the client's next request
-    (:class:`~ferroq.pure._settings.DeleteLater`) instead of costing a round trip of its own. After a repeat,
+    record may go: its ``DEL`` rides ahead of the client's next request other than a single publish, or of the
+    single publish made once ``MIN_DELETE_LATER`` records wait (:class:`~ferroq.pure._settings.DeleteLater`),
+    instead of costing a round trip of its own. After a repeat,
     the dropped attempt could still arrive (it would find the record and write nothing), so the record is left
     to expire, as is one that no later request takes along.
     """
@@ -211,7 +212,8 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
     args = ['1' if front else '0', str(keys.STREAM_PUBLISH_TOKEN_MS), msg_id, *flat[1:]]  # flat: nfields, f1, v1, ...
     call = evalsha('rfq/publish_one-3', [topic.backlog, record, topic.prefix + msg_id], args)
     repeated: list[bool] = []
-    yield from send(ctx, [call], retry_drop=True, repeated=repeated)
+    # The records left to delete go along only once MIN_DELETE_LATER wait: a DEL with every call cost 5-10%.
+    yield from send(ctx, [call], retry_drop=True, repeated=repeated, min_deletes=MIN_DELETE_LATER)
     if not repeated:
         ctx.delete_later.add(record)
     return msg_id

@@ -40,6 +40,7 @@ def send(
     retry_drop: bool = False,
     raw: bool = False,
     repeated: list[bool] | None = None,
+    min_deletes: int = 1,
 ) -> Plan[list[Any]]:
     """Run commands in one round trip (one Call, or a Pipe); returns their results in order.
 
@@ -48,10 +49,11 @@ def send(
     appended to it when the commands were sent once more after a drop (the first attempt may still arrive).
 
     The keys the client left to delete later (:class:`~ferroq.pure._settings.DeleteLater`) go first, one
-    ``DEL`` each, in the same round trip; they are best effort (a key they miss expires): their replies, errors
-    included, are dropped. A request that fails (a dropped connection) leaves them for the next one.
+    ``DEL`` each, in the same round trip, once ``min_deletes`` of them wait; they are best effort (a key they
+    miss expires): their replies, errors included, are dropped. A request that fails (a dropped connection)
+    leaves them for the next one.
     """
-    deletes = [('DEL', key) for key in ctx.delete_later.take()]
+    deletes = [('DEL', key) for key in ctx.delete_later.take(min_deletes)]
     commands = [*deletes, *commands]  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
     pending = list(range(len(commands)))

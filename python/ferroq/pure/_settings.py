@@ -18,8 +18,9 @@ _SCHEMES = ('redis://', 'rediss://', 'unix://')
 
 
 class DeleteLater:
-    """Keys that expire by themselves (publish records) whose ``DEL`` rides with a later request of the same
-    client instead of costing a round trip of its own; the twin of the Rust ``Pool::delete_later``."""
+    """Keys that expire by themselves (publish records) whose ``DEL`` rides with the next request of the same
+    client instead of costing a round trip of its own (a single publish's, only once ``MIN_DELETE_LATER`` of
+    them wait); the twin of the Rust ``Pool::delete_later``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -30,9 +31,12 @@ class DeleteLater:
             if len(self._keys) < MAX_DELETE_LATER:
                 self._keys.append(key)
 
-    def take(self) -> list[str]:
-        """The keys left so far, now the caller's to delete (best effort: they expire)."""
+    def take(self, at_least: int = 1) -> list[str]:
+        """The keys left so far, now the caller's to delete (best effort: they expire), once at least
+        ``at_least`` of them wait (none before)."""
         with self._lock:
+            if len(self._keys) < at_least:
+                return []
             keys, self._keys = self._keys, []
         return keys
 
