@@ -197,6 +197,9 @@ sdist: setup ## the sdist into dist/release, built from source by pip in a clean
 	rm -f $(WHEELS_DIR)/ferroq-*.tar.gz
 	$(PY) -m maturin sdist -o $(WHEELS_DIR)
 	rm -rf $(SDIST_VENV) && $(PYTHON) -m venv $(SDIST_VENV)
+	@# Every file of the sdist carries one fixed mtime, so cargo took ferroq's own build cached in
+	@# $(EXTRA_TARGET_DIR) by an older checkout as fresh (the sdist's wheel then had the old Rust core): it goes.
+	CARGO_TARGET_DIR=$(EXTRA_TARGET_DIR) cargo clean -q -p ferroq --release
 	@# -v: cargo's output (what it compiles) is in the log.
 	CARGO_TARGET_DIR=$(EXTRA_TARGET_DIR) $(SDIST_VENV)/bin/python -m pip install -v $(WHEELS_DIR)/ferroq-*.tar.gz \
 		| grep -v -E '^  (Link requirement|Requirement already|Found link|Skipping link)'
