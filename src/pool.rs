@@ -539,9 +539,9 @@ impl Pool {
     /// way, a claim first looks whether it was made.
     ///
     /// The keys left by [`Pool::delete_later`] go first, as in [`Pool::send_pipeline`], once `min_deletes` of
-    /// them wait; the replies are `cmds`', error replies included, in order. Not tried before the pool's first connection has checked
-    /// the server (see [`Pool::connect`]), nor when no blocking connection can be made (the usual way then
-    /// connects, or says why it cannot).
+    /// them wait; the replies are `cmds`', error replies included, in order. Not tried before the pool's
+    /// first connection has checked the server (see [`Pool::connect`]), nor when no blocking connection can
+    /// be made (the usual way then connects, or says why it cannot).
     pub fn direct(&self, cmds: &[&Cmd], min_deletes: usize) -> Direct<Vec<Value>> {
         let sync_call = SYNC_CALL.try_with(|_| ()).is_ok();
         if !sync_call || self.direct_off.load(Ordering::Relaxed) || !self.version_checked.load(Ordering::Acquire) {

@@ -117,8 +117,8 @@ pub async fn publish_batch(pool: &Pool, topic: &TopicKeys, messages: Vec<Fields>
 /// takes three. The record (named after the message's id, which only this call knows) makes a repeat after
 /// a dropped connection write nothing. Once the first attempt's reply is read, no attempt of this call can
 /// reach Redis later, so the record may go: its `DEL` rides ahead of the client's next request other than a
-/// single publish, or of the single publish made once `MIN_DELETE_LATER` records wait ([`Pool::delete_later`]),
-/// instead of costing a round trip of its own. After a repeat, the dropped attempt
+/// single publish, or of the single publish made once `MIN_DELETE_LATER` records wait
+/// ([`Pool::delete_later`]), instead of costing a round trip of its own. After a repeat, the dropped attempt
 /// could still arrive (it would find the record and write nothing), so the record is left to expire
 /// (STREAM_PUBLISH_TOKEN_MS), as is one that no later request takes along.
 async fn publish_one(pool: &Pool, topic: &TopicKeys, fields: Fields, front: bool) -> Result<String> {

@@ -203,9 +203,9 @@ def _publish_one(ctx: Settings, topic: TopicKeys, flat: list[str], front: bool) 
     connection write nothing. Once the first attempt's reply is read, no attempt can reach Redis later, so the
     record may go: its ``DEL`` rides ahead of the client's next request other than a single publish, or of the
     single publish made once ``MIN_DELETE_LATER`` records wait (:class:`~ferroq.pure._settings.DeleteLater`),
-    instead of costing a round trip of its own. After a repeat,
-    the dropped attempt could still arrive (it would find the record and write nothing), so the record is left
-    to expire, as is one that no later request takes along.
+    instead of costing a round trip of its own. After a repeat, the dropped attempt could still arrive (it
+    would find the record and write nothing), so the record is left to expire, as is one that no later
+    request takes along.
     """
     msg_id = new_id()
     record = keys.rfq_published(topic.name, msg_id)
