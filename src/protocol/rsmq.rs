@@ -620,23 +620,34 @@ pub async fn delete_batch(pool: &Pool, q: &Queue, ids: &[String]) -> Result<Vec<
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let cmds: Vec<Cmd> = ids
-        .chunks(pool.opts.chunk_size)
+    let chunks: Vec<&[String]> = ids.chunks(pool.opts.chunk_size).collect();
+    let cmds: Vec<Cmd> = chunks
+        .iter()
         .map(|chunk| {
             let mut cmd = scripts::evalsha(Id::RsmqDelete, 2);
-            cmd.arg(&q.keys.queue).arg(&q.keys.hash).arg(chunk);
+            cmd.arg(&q.keys.queue).arg(&q.keys.hash).arg(*chunk);
             cmd
         })
         .collect();
     // Not repeated after a drop: a repeat would report the deleted ids as not deleted.
     let replies = eval_all(pool, false, Id::RsmqDelete, &pipelines(cmds)).await?;
-    let mut out = Vec::new();
-    for reply in replies {
-        for id in array(reply)? {
-            out.push(string(id)?);
-        }
+    let mut out = Vec::with_capacity(ids.len());
+    for (chunk, reply) in chunks.into_iter().zip(replies) {
+        out.extend(deleted_ids(chunk, reply)?);
     }
     Ok(out)
+}
+
+/// The ids one delete-2 call deleted: its list of them, or their number when it deleted every id given.
+fn deleted_ids(chunk: &[String], reply: Value) -> Result<Vec<String>> {
+    if let Value::Int(n) = reply {
+        return if usize::try_from(n).is_ok_and(|n| n == chunk.len()) {
+            Ok(chunk.to_vec())
+        } else {
+            Err(Error::protocol(format!("delete reply: {n} of {} ids", chunk.len())))
+        };
+    }
+    array(reply)?.into_iter().map(string).collect()
 }
 
 /// Hides a message for `vt_ms` from now; false when there is no such message.
@@ -722,6 +733,15 @@ mod tests {
         );
         assert!(decode_messages(Value::Array(vec![b("x")])).is_err());
         assert_eq!(decode_messages(Value::Array(vec![])).unwrap(), []);
+    }
+
+    #[test]
+    fn deleted_ids_decode_a_list_or_the_count_of_all() {
+        let chunk = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(deleted_ids(&chunk, Value::Int(2)).unwrap(), chunk);
+        assert_eq!(deleted_ids(&chunk, Value::Array(vec![b("b")])).unwrap(), ["b"]);
+        assert!(deleted_ids(&chunk, Value::Int(1)).is_err()); // a count is only ever all of them
+        assert!(deleted_ids(&chunk, Value::Int(-1)).is_err());
     }
 
     #[test]

@@ -212,6 +212,21 @@ def test_delete_batch_returns_what_was_there(make_client, redis_url, r):
     assert [m.id for m in queue.receive_batch(10)] == [ids[1], ids[3]]
 
 
+def test_delete_batch_of_chunks_longer_than_a_script_slice(make_client, redis_url, r):
+    """A chunk of 2,500 ids goes to the server in slices of 1000: whether all were deleted (the reply is then
+    their number) or some were not (the list), every chunk reports its ids in input order."""
+    queue = make_client(redis_url, chunk_size=2500).rsmq('jobs')
+    queue.create(maxsize=-1)
+    ids = queue.send_batch([str(i) for i in range(6000)])
+    received = [m.id for m in queue.receive_batch(3000)]
+    assert queue.delete_batch(received[:2500]) == received[:2500]  # one chunk, every id deleted
+    missing = 'x' * 32
+    mixed = [*received[2500:], missing, received[0], *ids[3000:4998]]  # 2,500: a chunk with some not there
+    assert queue.delete_batch([*mixed, *ids[4998:]]) == [*received[2500:], *ids[3000:]]
+    assert r.zcard('rsmq:jobs') == 0
+    assert r.hlen('rsmq:jobs:Q') == 7  # the queue's attributes alone
+
+
 def test_delete_counts_a_member_with_a_body_or_receive_marks(q, r):
     """Deleted means: a member of the queue's ZSET with at least one of its fields (RSMQ's rule), whatever mix
     of cases one call holds; every field of every id given is removed."""

@@ -454,11 +454,18 @@ def delete_batch(ctx: Settings, ref: RsmqRef, ids: Iterable[str]) -> Plan[list[s
 
 def _delete(ctx: Settings, ref: RsmqRef, ids: list[str]) -> Plan[list[str]]:
     step = ctx.chunk_size
-    calls = [evalsha('rsmq/delete-2', ref.pair, ids[i : i + step]) for i in range(0, len(ids), step)]
+    chunks = [ids[i : i + step] for i in range(0, len(ids), step)]
+    calls = [evalsha('rsmq/delete-2', ref.pair, chunk) for chunk in chunks]
     replies = yield from send(ctx, calls)  # not repeated: a repeat would report nothing deleted
-    if not all(isinstance(r, list) for r in replies):
-        raise reply_error(ctx, 'rsmq/delete-2', replies)
-    return [msg_id for r in replies for msg_id in r]
+    deleted: list[str] = []
+    for chunk, reply in zip(chunks, replies):
+        if isinstance(reply, list):
+            deleted.extend(reply)
+        elif isinstance(reply, int) and reply == len(chunk):  # the number alone: every id given was deleted
+            deleted.extend(chunk)
+        else:
+            raise reply_error(ctx, 'rsmq/delete-2', reply)
+    return deleted
 
 
 def change_visibility(ctx: Settings, ref: RsmqRef, msg_id: str, vt: float) -> Plan[bool]:
