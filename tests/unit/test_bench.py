@@ -436,24 +436,26 @@ def test_targets_timed_with_the_aof_switched_get_their_own_table() -> None:
 def test_pair_plans_name_each_comparator() -> None:
     data = synthetic()
     finish(data)
-    plans = {t.label: (impl, comparator) for t, impl, comparator in pair_plans(data)}
+    plans = {t.label: (natives, comparators) for t, natives, comparators in pair_plans(data)}
     assert plans['publish_batch(1000) vs the ceiling of HSET + one LPUSH per 1000'] == (
-        'native',
-        ('ceiling', 'rfq publish'),
+        ('native',),
+        (('ceiling', 'rfq publish'),),
     )
+    # the two fastest pure-Python rows of the matrix, the faster first
     assert plans['publish_batch(1000) vs the best pure-Python client'] == (
-        'native',
-        ('cell', 'redis-py', 'publish', '1000'),
+        ('native',),
+        (('cell', 'redis-py', 'publish', '1000'), ('cell', 'pure', 'publish', '1000')),
     )
+    # a single call's targets are about the sync client: the asyncio one's row is not timed
     assert plans['single publish vs its script call per redis-rs round trip'] == (
-        'native',
-        ('ceiling', 'publish script per round trip (redis-rs)'),
+        ('native',),
+        (('ceiling', 'publish script per round trip (redis-rs)'),),
     )
     assert plans['single claim vs its calls per redis-rs round trip'] == (
-        'native',
-        ('ceiling', 'claim script and body read per round trip (redis-rs)'),
+        ('native',),
+        (('ceiling', 'claim script and body read per round trip (redis-rs)'),),
     )
-    assert plans['RSMQ send(1000) vs PyRSMQ sendMessage'] == ('native', ('cell', 'pyrsmq', 'rsmq send', '1'))
+    assert plans['RSMQ send(1000) vs PyRSMQ sendMessage'] == (('native',), (('cell', 'pyrsmq', 'rsmq send', '1'),))
     # a reference figure has nothing to pair with; a ceiling not measured in the run neither
     assert 'worker (no-op handler) vs BullMQ Worker' not in plans
     assert 'claim+commit(1000) vs the ceiling of LMOVE/HGETALL/LREM/DEL' not in plans
@@ -506,6 +508,48 @@ def test_a_single_call_pair_interleaves_short_runs_of_both_sides(redis_url: str,
     assert r.dbsize() == 0
 
 
+def test_pairs_time_both_native_clients_and_the_two_best_pure_ones_and_keep_the_fastest(redis_url: str) -> None:
+    """The matrix's one cell per client does not decide which client stands for ferroq (or for pure Python):
+    each pair times every candidate, and each side takes the one fastest over the pairs."""
+    cfg = tiny(redis_url, target_pairs=3)
+    data = {
+        'rows': [
+            _row('publish', 1000, 'native', 200_000, False),  # fastest in the matrix, slower in the pairs
+            _row('publish', 1000, 'native-async', 190_000, False),
+            _row('publish', 1000, 'redis-py+lua', 60_000, True),
+            _row('publish', 1000, 'pure', 50_000, True),
+            _row('publish', 1000, 'redis-py', 20_000, True),  # third: not timed
+        ],
+        'ceilings': {},
+    }
+    speed = {'native': 150_000.0, 'native-async': 300_000.0, 'redis-py+lua': 40_000.0, 'pure': 75_000.0}
+    timed: list[tuple[str, str]] = []
+
+    def measure(op: str, batch: int, impl: str, tag: str, n: int | None) -> float:
+        timed.append((impl, tag))
+        return speed[impl]
+
+    admin = Admin(redis_url)
+    try:
+        paired = measure_pairs(cfg, admin, data, measure, Progress(1, quiet=True))
+    finally:
+        admin.close()
+    entry = paired['publish_batch(1000) vs the best pure-Python client']
+    assert entry['native_impl'] == 'native-async' and entry['native'] == [300_000.0] * 3
+    assert entry['against'] == [75_000.0] * 3 and entry['against_label'] == 'best pure-Python (pure)'
+    assert entry['ratio'] == pytest.approx(4.0) and entry['ratios'] == [pytest.approx(4.0)] * 3
+    assert set(entry['candidates']) == {'native', 'native-async', 'redis-py+lua publish(1000)', 'pure publish(1000)'}
+    # every pair times the four sides, in the order of the pair before reversed
+    forward = ['native', 'native-async', 'redis-py+lua', 'pure']
+    assert [impl for impl, _ in timed] == forward + forward[::-1] + forward
+    assert len({tag for _, tag in timed}) == len(timed)  # each run its own keys
+    target = {t['target']: t for t in evaluate_targets({**data, 'paired': paired})}[
+        'publish_batch(1000) vs the best pure-Python client'
+    ]
+    assert target['impl'] == 'native-async' and target['against'] == 'best pure-Python (pure)'
+    assert target['ratio'] == pytest.approx(4.0)
+
+
 def test_the_async_worker_target_times_the_async_worker_even_when_the_sync_one_was_faster() -> None:
     data = synthetic()
     data['rows'].append(_row('worker', 1000, 'native', 30_000, False))  # the sync Worker's row, higher
@@ -513,8 +557,8 @@ def test_the_async_worker_target_times_the_async_worker_even_when_the_sync_one_w
     label = 'async worker (no-op handler) vs native claim+commit(1000)'
     target = {t['target']: t for t in data['targets']}[label]
     assert target['impl'] == 'native-async' and target['ratio'] == pytest.approx(25_420 / 10_000)
-    plans = {t.label: (impl, comparator) for t, impl, comparator in pair_plans(data)}
-    assert plans[label] == ('native-async', ('cell', 'native', 'claim+commit', '1000'))
+    plans = {t.label: (natives, comparators) for t, natives, comparators in pair_plans(data)}
+    assert plans[label] == (('native-async',), (('cell', 'native', 'claim+commit', '1000'),))
     # a target about no implementation in particular takes the best native row: here the sync Worker's
     assert {t['target']: t for t in data['targets']}['worker (no-op handler) vs BullMQ Worker']['impl'] == 'native'
 

@@ -21,7 +21,9 @@ __all__ = [
     'best_pure',
     'ceiling_key',
     'evaluate_targets',
+    'native_rows',
     'plot',
+    'pure_rows',
     'render_console',
     'render_markdown',
     'update_readme',
@@ -176,10 +178,10 @@ def add_ratios(data: dict[str, Any], op_ceiling: dict[str, str | None]) -> None:
             r['ratio_best_pure'] = r['msgs_per_s'] / b['msgs_per_s']
 
 
-def best_native(
+def native_rows(
     rows: list[dict[str, Any]], op: str, batch: int | None, impl: str | None = None
-) -> dict[str, Any] | None:
-    """The fastest native row of ``op`` (at ``batch``, unless None; of ``impl`` only, if given), or None."""
+) -> list[dict[str, Any]]:
+    """The native rows of ``op`` (at ``batch``, unless None; of ``impl`` only, if given), fastest first."""
     cands = [
         r
         for r in rows
@@ -189,13 +191,27 @@ def best_native(
         and (impl is None or r['impl'] == impl)
         and _ok(r)
     ]
-    return max(cands, key=lambda r: r['msgs_per_s']) if cands else None
+    return sorted(cands, key=lambda r: -r['msgs_per_s'])
+
+
+def best_native(
+    rows: list[dict[str, Any]], op: str, batch: int | None, impl: str | None = None
+) -> dict[str, Any] | None:
+    """The fastest native row of ``op`` (at ``batch``, unless None; of ``impl`` only, if given), or None."""
+    ranked = native_rows(rows, op, batch, impl)
+    return ranked[0] if ranked else None
+
+
+def pure_rows(rows: list[dict[str, Any]], op: str, batch: int) -> list[dict[str, Any]]:
+    """The pure-Python rows of ``op`` at ``batch``, fastest first."""
+    cands = [r for r in rows if r.get('pure_python') and r['operation'] == op and r['batch'] == batch and _ok(r)]
+    return sorted(cands, key=lambda r: -r['msgs_per_s'])
 
 
 def best_pure(rows: list[dict[str, Any]], op: str, batch: int) -> dict[str, Any] | None:
     """The fastest pure-Python row of ``op`` at ``batch``, or None."""
-    cands = [r for r in rows if r.get('pure_python') and r['operation'] == op and r['batch'] == batch and _ok(r)]
-    return max(cands, key=lambda r: r['msgs_per_s']) if cands else None
+    ranked = pure_rows(rows, op, batch)
+    return ranked[0] if ranked else None
 
 
 def ceiling_key(t: Target, row: dict[str, Any]) -> str | None:
@@ -277,14 +293,18 @@ def _switched(t: Target, switched: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pair_figures(pair: dict[str, Any]) -> dict[str, Any]:
-    """A target's figures from its pairs (``measure_pairs``): the native side, the medians, the ratios."""
-    return {
+    """A target's figures from its pairs (``measure_pairs``): the native side, the medians, the ratios, and the
+    comparator's name when the pairs chose it among several (the best pure-Python client)."""
+    figures = {
         'impl': pair['native_impl'],
         'msgs_per_s': _median(pair['native']),
         'of': _median(pair['against']),
         'ratio': pair['ratio'],
         'pair_ratios': pair['ratios'],
     }
+    if pair.get('against_label'):
+        figures['against'] = pair['against_label']
+    return figures
 
 
 def _median(values: list[float | None]) -> float | None:
