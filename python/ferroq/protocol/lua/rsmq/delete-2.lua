@@ -18,8 +18,8 @@ the members, which costs more: it formats every score). HMGET their <id>:rc (a r
 Then one ZREM (which also takes the ids ZADD NX added) and one HDEL per field kind for all (in slices). The
 usual call stops there: ZADD NX added none and ZREM removed as many as were given (so all are members, none
 twice) and each has an <id>:rc. Otherwise each id is looked at (a member without <id>:rc: HEXISTS of <id>,
-then <id>:fr, before the HDELs). With persistence on, two commands per call are written to the AOF (three
-when ZADD NX added some), not two per message.
+then <id>:fr, before the HDELs). With persistence on, a call of up to 1000 ids writes four commands to the AOF
+(its ZREM and an HDEL per field kind; five when ZADD NX added some), not two per message.
 ]]
 -- Redis refuses a script at maxmemory (noeviction) only at its first write, and only when that write may
 -- grow memory: start with one that cannot, so deleting still works on a full server.
