@@ -27,7 +27,7 @@ from typing import Any
 
 from ferroq.bench._ceiling import measure_one_ceiling, one_ceiling_steps
 from ferroq.bench._common import Admin, Config, Progress
-from ferroq.bench._render import TARGETS, Target, best_native, ceiling_key, native_rows, pure_rows
+from ferroq.bench._render import TARGETS, Target, best_native, best_pure_label, ceiling_key, native_rows, pure_rows
 
 __all__ = ['PURE_CANDIDATES', 'SLICES', 'measure_pairs', 'pair_plans', 'pair_steps']
 
@@ -128,7 +128,7 @@ def measure_pairs(
             'ratios': [a / b for a, b in zip(rates[native], rates[other]) if a and b],
         }
         if len(comparators) > 1:
-            entry['against_label'] = f'best pure-Python ({sides[other][1]})'
+            entry['against_label'] = best_pure_label(sides[other][1])
         if len(sides) > 2:
             entry['candidates'] = {_name(side): r for side, r in zip(sides, rates)}
         if slices > 1:

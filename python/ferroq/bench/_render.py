@@ -19,6 +19,7 @@ __all__ = [
     'add_ratios',
     'best_native',
     'best_pure',
+    'best_pure_label',
     'ceiling_key',
     'evaluate_targets',
     'native_rows',
@@ -214,6 +215,11 @@ def best_pure(rows: list[dict[str, Any]], op: str, batch: int) -> dict[str, Any]
     return ranked[0] if ranked else None
 
 
+def best_pure_label(impl: str) -> str:
+    """How a target names its best pure-Python comparator (the matrix's, or the one its pairs chose)."""
+    return f'best pure-Python ({impl})'
+
+
 def ceiling_key(t: Target, row: dict[str, Any]) -> str | None:
     """The ceiling a ``ceiling`` or ``ceiling:<key>`` target compares ``row`` (its best native row) with."""
     return row.get('ceiling_key') if t.against == 'ceiling' else t.against.split(':', 1)[1]
@@ -228,8 +234,8 @@ def _denominator(t: Target, data: dict[str, Any], row: dict[str, Any]) -> tuple[
     if t.against == 'best-pure':
         b = best_pure(rows, t.op, row['batch'])
         if b is None:
-            return None, 'best pure-Python (none measured)'
-        return b['msgs_per_s'], f'best pure-Python ({b["impl"]})'
+            return None, best_pure_label('none measured')
+        return b['msgs_per_s'], best_pure_label(b['impl'])
     if t.against.startswith('ref:'):
         ref = REFERENCE[t.against[4:]]
         return ref['msgs_per_s'], f'{t.against[4:]} (reference figure)'
