@@ -13,6 +13,37 @@ pub fn shown(repr: String) -> String {
     }
 }
 
+/// A value's `Debug` form as error messages show it ([`shown`]). Formatting stops once the cut is known,
+/// so a reply of a whole batch (hundreds of kilobytes of bodies) costs what a short one does: an error
+/// value is built before the reply is known to be bad (see `rsmq::status`), on every call.
+pub fn shown_debug(value: &impl std::fmt::Debug) -> String {
+    use std::fmt::Write;
+    /// Keeps the first `room` characters written to it, then fails the formatting.
+    struct Capped {
+        out: String,
+        room: usize,
+    }
+    impl Write for Capped {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for c in s.chars() {
+                if self.room == 0 {
+                    return Err(std::fmt::Error);
+                }
+                self.out.push(c);
+                self.room -= 1;
+            }
+            Ok(())
+        }
+    }
+    // One character past the limit tells `shown` to cut.
+    let mut capped = Capped {
+        out: String::new(),
+        room: crate::limits::MAX_SHOWN_CHARS + 1,
+    };
+    let _ = write!(capped, "{value:?}"); // an error only means the form was longer than that
+    shown(capped.out)
+}
+
 /// A str as Python's `repr` shows it (quotes and escapes), as error messages show it ([`shown`]).
 pub fn py_repr(s: &str) -> String {
     shown(full_repr(s))
@@ -88,6 +119,20 @@ mod tests {
         assert_eq!(py_repr("a\nb"), "'a\\nb'");
         assert_eq!(py_repr("'\""), "'\\'\"'");
         assert_eq!(py_repr("\u{1}"), "'\\x01'");
+    }
+
+    #[test]
+    fn debug_forms_are_cut_like_reprs() {
+        let max = crate::limits::MAX_SHOWN_CHARS;
+        // A batch's reply: a million characters of Debug form, shown as its first ones.
+        let huge = vec!["x".repeat(1000); 1000];
+        let cut = shown_debug(&huge);
+        assert_eq!(cut.chars().count(), max);
+        assert!(cut.starts_with("[\"xxx") && cut.ends_with("x..."), "{cut}");
+        assert_eq!(cut, shown(format!("{huge:?}")));
+        let fits = "é".repeat(max - 2);
+        assert_eq!(shown_debug(&fits), format!("{fits:?}"));
+        assert_eq!(shown_debug(&(1, "a")), "(1, \"a\")");
     }
 
     #[test]

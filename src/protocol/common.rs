@@ -5,6 +5,7 @@ use redis::{Cmd, Pipeline, Value};
 
 use crate::errors::{Error, Result};
 use crate::pool::Pool;
+use crate::pyrepr::shown_debug;
 use crate::scripts::Id;
 
 /// One message: its (field, value) pairs in order (rfq topics, Streams topics, Arrow rows).
@@ -16,7 +17,7 @@ pub const PIPELINE_BYTES: usize = 8 << 20;
 // ---- reply decoding -------------------------------------------------------------------------------
 
 pub fn unexpected(what: &str, v: &Value) -> Error {
-    Error::protocol(format!("unexpected reply from Redis for {what}: {v:?}"))
+    Error::protocol(format!("unexpected reply from Redis for {what}: {}", shown_debug(v)))
 }
 
 pub fn string(v: Value) -> Result<String> {

@@ -16,7 +16,7 @@ use crate::protocol::ids;
 use crate::protocol::keys::{RsmqKeys, STREAM_PUBLISH_TOKEN_MS};
 use crate::protocol::validate;
 use crate::protocol::validate::rsmq::utf16_len;
-use crate::pyrepr::py_repr;
+use crate::pyrepr::{py_repr, shown_debug};
 use crate::scripts::{self, Id};
 
 /// Times the receive script may name a dead-letter queue other than the one sent before giving up.
@@ -117,12 +117,11 @@ impl Queue {
 // ---- replies -----------------------------------------------------------------------------------------
 
 fn reply_error(pool: &Pool, script: Id, reply: &Value) -> Error {
-    let shown = format!("{reply:?}");
-    let shown: String = shown.chars().take(200).collect();
     Error::protocol(format!(
-        "unexpected reply to {} from Redis at {}: {shown}",
+        "unexpected reply to {} from Redis at {}: {}",
         script.script().name,
-        pool.shown_url()
+        pool.shown_url(),
+        shown_debug(reply)
     ))
 }
 
