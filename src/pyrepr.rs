@@ -14,8 +14,8 @@ pub fn shown(repr: String) -> String {
 }
 
 /// A value's `Debug` form as error messages show it ([`shown`]). Formatting stops once the cut is known,
-/// so a reply of a whole batch (hundreds of kilobytes of bodies) costs what a short one does: an error
-/// value is built before the reply is known to be bad (see `rsmq::status`), on every call.
+/// so an error about a reply of a whole batch (hundreds of kilobytes of bodies) costs what one about a
+/// short reply does.
 pub fn shown_debug(value: &impl std::fmt::Debug) -> String {
     use std::fmt::Write;
     /// Keeps the first `room` characters written to it, then fails the formatting.

@@ -125,15 +125,21 @@ fn reply_error(pool: &Pool, script: Id, reply: &Value) -> Error {
     ))
 }
 
-/// A script reply `{status, ...}` split into its status word and the rest.
+/// A script reply `{status, ...}` split into its status word and the rest. The error is built only for a
+/// bad reply: the usual one (a receive's holds a whole batch of bodies) is taken apart, never formatted.
 fn status(pool: &Pool, script: Id, reply: Value) -> Result<(String, Vec<Value>)> {
-    let bad = reply_error(pool, script, &reply);
-    let mut items = array(reply).map_err(|_| bad.clone())?;
-    if items.is_empty() {
-        return Err(bad);
+    let mut items = match reply {
+        Value::Array(items) if !items.is_empty() => items,
+        other => return Err(reply_error(pool, script, &other)),
+    };
+    // The word is short: read from a copy, so a reply whose first value is not one is shown whole.
+    match string(items[0].clone()) {
+        Ok(word) => {
+            items.remove(0);
+            Ok((word, items))
+        }
+        Err(_) => Err(reply_error(pool, script, &Value::Array(items))),
     }
-    let word = string(items.remove(0)).map_err(|_| bad)?;
-    Ok((word, items))
 }
 
 /// The error of a non-'ok' outcome every script shares ('notfound', 'dlqmissing'), else a protocol error.
