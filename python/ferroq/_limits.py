@@ -67,6 +67,10 @@ MAX_ERROR_CHARS = int(LIMITS['MAX_ERROR_CHARS'])
 #: Most handler threads or tasks one worker may run.
 MAX_CONCURRENCY = int(LIMITS['MAX_CONCURRENCY'])
 
+#: Fewest messages a receive asks for (count, not a pop) for the client to read their bodies itself, right after
+#: the receive script, rather than through it.
+MIN_RSMQ_COUNT_FOR_CALLER_BODIES = int(LIMITS['MIN_RSMQ_COUNT_FOR_CALLER_BODIES'])
+
 #: Most keys (publish records) a client keeps for a later request to delete.
 MAX_DELETE_LATER = int(LIMITS['MAX_DELETE_LATER'])
 

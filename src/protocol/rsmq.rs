@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::errors::{Error, ErrorKind, Result};
+use crate::limits;
 use crate::pool::Pool;
-use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pipelines, string, take};
+use crate::protocol::common::{array, eval_all, eval_one, int, opt_string, pipelines, read_pipe, string, take};
 use crate::protocol::ids;
 use crate::protocol::keys::{RsmqKeys, STREAM_PUBLISH_TOKEN_MS};
 use crate::protocol::validate;
@@ -471,47 +472,72 @@ struct Taken {
     next_ms: i64,
 }
 
-/// Decodes receive-4's flat list of messages: id, message, rc, fr for each.
-fn decode_messages(items: Value) -> Result<Vec<Received>> {
-    let items = array(items)?;
-    if items.len() % 4 != 0 {
+/// Decodes receive-4's messages: `out` holds each one's id and body (or, when the caller reads the bodies,
+/// its id alone: the body is left empty), `again` the place (from 1), receive count and first-receive time
+/// of each one received before; every other one has rc 1 and fr `now_ms`.
+fn decode_messages(out: Value, again: Value, now_ms: i64, caller_reads: bool) -> Result<Vec<Received>> {
+    let out = array(out)?;
+    let per = if caller_reads { 1 } else { 2 };
+    if out.len() % per != 0 {
         return Err(Error::protocol(format!(
-            "receive reply: {} values, not 4 per message",
-            items.len()
+            "receive reply: {} values, not {per} per message",
+            out.len()
         )));
     }
-    let mut out = Vec::with_capacity(items.len() / 4);
-    let mut items = items.into_iter();
-    while let (Some(id), Some(message), Some(rc), Some(fr)) = (items.next(), items.next(), items.next(), items.next()) {
-        out.push(decode_message(id, message, rc, fr)?);
+    let mut messages = Vec::with_capacity(out.len() / per);
+    let mut values = out.into_iter();
+    while let Some(id) = values.next() {
+        let id = string(id)?;
+        let message = if caller_reads {
+            String::new()
+        } else {
+            string(values.next().unwrap_or(Value::Nil))?
+        };
+        messages.push(Received {
+            sent: ids::rsmq_sent_ms(&id),
+            id,
+            message,
+            rc: 1,
+            fr: now_ms,
+        });
     }
-    Ok(out)
-}
-
-fn decode_message(id: Value, message: Value, rc: Value, fr: Value) -> Result<Received> {
-    let id = string(id)?;
-    let fr = string(fr)?;
-    Ok(Received {
-        sent: ids::rsmq_sent_ms(&id),
-        id,
-        message: string(message)?,
-        rc: int(rc)?,
-        // RSMQ stores it as an integer string; a float written by another client is truncated.
-        fr: fr
-            .parse::<i64>()
+    let again = array(again)?;
+    if again.len() % 3 != 0 {
+        return Err(Error::protocol(format!(
+            "receive reply: {} values of messages received before",
+            again.len()
+        )));
+    }
+    let mut values = again.into_iter();
+    while let (Some(k), Some(rc), Some(fr)) = (values.next(), values.next(), values.next()) {
+        let k = int(k)?;
+        let m = usize::try_from(k)
             .ok()
-            .or_else(|| {
-                fr.parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .map(|f| f.trunc() as i64)
-            })
-            .ok_or_else(|| Error::protocol(format!("unexpected first-receive time {fr:?}")))?,
-    })
+            .and_then(|k| k.checked_sub(1))
+            .and_then(|k| messages.get_mut(k))
+            .ok_or_else(|| Error::protocol(format!("receive reply: no message {k}")))?;
+        m.rc = int(rc)?;
+        m.fr = first_receive(&string(fr)?)?;
+    }
+    Ok(messages)
 }
 
-/// One receive-4 call of up to `n` messages, following the dead-letter queue the script names.
-async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool) -> Result<Taken> {
+/// A first-receive time: RSMQ stores it as an integer string; a float written by another client is truncated.
+fn first_receive(fr: &str) -> Result<i64> {
+    fr.parse::<i64>()
+        .ok()
+        .or_else(|| {
+            fr.parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .map(|f| f.trunc() as i64)
+        })
+        .ok_or_else(|| Error::protocol(format!("unexpected first-receive time {fr:?}")))
+}
+
+/// One receive-4 call of up to `n` messages, following the dead-letter queue the script names. With
+/// `caller_reads`, the messages come without their bodies (see [`with_bodies`]).
+async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool, caller_reads: bool) -> Result<Taken> {
     let prefix = q.keys.ns_prefix();
     for _ in 0..DLQ_TRIES {
         let (dz, dh) = q.dead_letter_keys();
@@ -523,17 +549,19 @@ async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool) -> 
             .arg(n)
             .arg(vt_ms)
             .arg(if pop { "1" } else { "0" })
-            .arg(&prefix);
+            .arg(&prefix)
+            .arg(if caller_reads { "1" } else { "0" });
         // Not repeated after a drop: a repeat could hide messages nobody receives.
         let reply = eval_one(pool, false, Id::RsmqReceive, &cmd).await?;
         let (word, rest) = status(pool, Id::RsmqReceive, reply)?;
         match (word.as_str(), rest.len()) {
-            ("ok", 3) => {
-                let [now, next, items]: [Value; 3] = rest.try_into().map_err(|_| Error::protocol("receive reply"))?;
-                let messages = decode_messages(items)?;
+            ("ok", 4) => {
+                let [now, next, out, again]: [Value; 4] =
+                    rest.try_into().map_err(|_| Error::protocol("receive reply"))?;
+                let now_ms = int(now)?;
                 return Ok(Taken {
-                    messages,
-                    now_ms: int(now)?,
+                    messages: decode_messages(out, again, now_ms, caller_reads)?,
+                    now_ms,
                     next_ms: int(next)?,
                 });
             }
@@ -550,8 +578,49 @@ async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool) -> 
     )))
 }
 
-/// Up to `count` messages in calls of at most `chunk_size`, until a call returns fewer than asked.
+/// The received `messages` with their bodies, read with one `HMGET` per chunk (one round trip). A message
+/// whose body is missing (a foreign or evicted write, or deleted since) is left out, and deleted
+/// (`delete-2`), as the receive script does with one it sees.
+async fn with_bodies(pool: &Pool, q: &Queue, mut messages: Vec<Received>) -> Result<Vec<Received>> {
+    if messages.is_empty() {
+        return Ok(messages);
+    }
+    let mut pipe = redis::Pipeline::new();
+    for chunk in messages.chunks(pool.opts.chunk_size) {
+        pipe.cmd("HMGET")
+            .arg(&q.keys.hash)
+            .arg(chunk.iter().map(|m| &m.id).collect::<Vec<_>>());
+    }
+    let mut bodies = Vec::with_capacity(messages.len());
+    for reply in read_pipe(pool, &pipe).await? {
+        bodies.extend(array(reply)?);
+    }
+    if bodies.len() != messages.len() {
+        return Err(Error::protocol(format!(
+            "{} bodies for {} messages",
+            bodies.len(),
+            messages.len()
+        )));
+    }
+    let mut missing = Vec::new();
+    for (m, body) in messages.iter_mut().zip(bodies) {
+        match opt_string(body)? {
+            Some(body) => m.message = body,
+            None => missing.push(m.id.clone()),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(messages);
+    }
+    delete_batch(pool, q, &missing).await?;
+    messages.retain(|m| !missing.contains(&m.id));
+    Ok(messages)
+}
+
+/// Up to `count` messages in calls of at most `chunk_size`, until a call returns fewer than asked. A receive
+/// of `MIN_RSMQ_COUNT_FOR_CALLER_BODIES` or more reads the bodies itself, after the last call.
 async fn take_up_to(pool: &Pool, q: &Queue, count: usize, vt_ms: &str, pop: bool) -> Result<Taken> {
+    let caller_reads = !pop && count >= limits::MIN_RSMQ_COUNT_FOR_CALLER_BODIES;
     let mut all = Taken {
         messages: Vec::new(),
         now_ms: 0,
@@ -559,7 +628,7 @@ async fn take_up_to(pool: &Pool, q: &Queue, count: usize, vt_ms: &str, pop: bool
     };
     while all.messages.len() < count {
         let n = (count - all.messages.len()).min(pool.opts.chunk_size);
-        let got = take_once(pool, q, n, vt_ms, pop).await?;
+        let got = take_once(pool, q, n, vt_ms, pop, caller_reads).await?;
         let short = got.messages.len() < n;
         all.messages.extend(got.messages);
         all.now_ms = got.now_ms;
@@ -567,6 +636,9 @@ async fn take_up_to(pool: &Pool, q: &Queue, count: usize, vt_ms: &str, pop: bool
         if short {
             break;
         }
+    }
+    if caller_reads {
+        all.messages = with_bodies(pool, q, all.messages).await?;
     }
     Ok(all)
 }
@@ -724,20 +796,44 @@ mod tests {
 
     #[test]
     fn received_messages_decode() {
-        let id = format!("gqll7vdgzk{}", "A".repeat(22));
-        let got = decode_messages(Value::Array(vec![b(&id), b("body"), Value::Int(2), b("1700000000999")])).unwrap();
-        assert_eq!(
-            got,
-            [Received {
-                id,
-                message: "body".into(),
-                rc: 2,
-                fr: 1_700_000_000_999,
-                sent: 1_700_000_000_123.456
-            }]
+        let (id, id2) = (
+            format!("gqll7vdgzk{}", "A".repeat(22)),
+            format!("gqll7vdgzl{}", "B".repeat(22)),
         );
-        assert!(decode_messages(Value::Array(vec![b("x")])).is_err());
-        assert_eq!(decode_messages(Value::Array(vec![])).unwrap(), []);
+        let now = 1_700_000_001_000;
+        let arr = |v: Vec<Value>| Value::Array(v);
+        // With the bodies: the second one was received before (its place, rc and fr in `again`).
+        let out = arr(vec![b(&id), b("body"), b(&id2), b("two")]);
+        let again = arr(vec![Value::Int(2), Value::Int(3), b("1700000000999")]);
+        let got = decode_messages(out, again, now, false).unwrap();
+        assert_eq!(
+            got.iter()
+                .map(|m| (m.id.as_str(), m.message.as_str(), m.rc, m.fr))
+                .collect::<Vec<_>>(),
+            [
+                (id.as_str(), "body", 1, now),
+                (id2.as_str(), "two", 3, 1_700_000_000_999)
+            ]
+        );
+        assert_eq!(got[0].sent, 1_700_000_000_123.456);
+        // Ids alone, when the caller reads the bodies.
+        let got = decode_messages(arr(vec![b(&id)]), arr(vec![]), now, true).unwrap();
+        assert_eq!(
+            (got[0].id.as_str(), got[0].message.as_str(), got[0].rc),
+            (id.as_str(), "", 1)
+        );
+        assert!(decode_messages(arr(vec![b("x")]), arr(vec![]), now, false).is_err()); // no body
+        assert!(decode_messages(
+            arr(vec![b(&id)]),
+            arr(vec![Value::Int(2), Value::Int(2), b("1")]),
+            now,
+            true
+        )
+        .is_err());
+        assert!(decode_messages(arr(vec![b(&id)]), arr(vec![Value::Int(1), Value::Int(2)]), now, true).is_err());
+        assert!(decode_messages(arr(vec![]), arr(vec![]), now, false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ferroq._limits import MIN_RSMQ_COUNT_FOR_CALLER_BODIES
 from ferroq.exceptions import QueueNotFound
 
 RSMQ_FIELDS = {'vt', 'delay', 'maxsize', 'created', 'modified'}
@@ -56,14 +57,17 @@ def test_message_moves_on_the_receive_after_max_receives(client, r, dead):
     assert q.attributes().msgs == 1 and dead.attributes().msgs == 1
 
 
-def test_moved_messages_do_not_count_towards_the_batch(client, dead):
+@pytest.mark.parametrize('count', [3, MIN_RSMQ_COUNT_FOR_CALLER_BODIES], ids=['script-bodies', 'caller-bodies'])
+def test_moved_messages_do_not_count_towards_the_batch(client, r, dead, count):
     q = client.rsmq('jobs')
     q.create(max_receives=1, dead_letter='dead')
     ids = q.send_batch([f'p{i}' for i in range(5)])
     q.receive_batch(3, vt=0)  # p0..p2 received once
-    got = q.receive_batch(3, vt=0)
-    assert [m.message for m in got] == ['p3', 'p4']
-    assert [m.id for m in dead.receive_batch(10)] == ids[:3]
+    got = q.receive_batch(count, vt=0)
+    assert [(m.message, m.rc) for m in got] == [('p3', 1), ('p4', 1)]
+    # Moved with their bodies (which the receive script reads for them, whoever reads the others').
+    assert r.hmget('rsmq:dead:Q', ids[:3]) == ['p0', 'p1', 'p2']
+    assert [(m.id, m.message) for m in dead.receive_batch(10)] == list(zip(ids[:3], ['p0', 'p1', 'p2']))
 
 
 def test_pop_moves_too(client, dead):

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ferroq._limits import MIN_RSMQ_COUNT_FOR_CALLER_BODIES
 from ferroq.exceptions import OutOfMemory
 from ferroq.types import RsmqMessage, rsmq_sent
 
@@ -92,7 +93,14 @@ def test_receive_hides_for_vt_and_redelivers(q, r):
     assert r.hget('rsmq:jobs:Q', 'totalrecv') == '2'
 
 
-def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r):
+# A receive asking for MIN_RSMQ_COUNT_FOR_CALLER_BODIES or more reads the bodies itself, after the script.
+BOTH_WAYS = pytest.mark.parametrize(
+    'count', [10, MIN_RSMQ_COUNT_FOR_CALLER_BODIES], ids=['script-bodies', 'caller-bodies']
+)
+
+
+@BOTH_WAYS
+def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r, count):
     # Each step waits for the next millisecond of the server's clock: scores never tie (ties go by id).
     old = q.send_batch(['a', 'b', 'c'])
     _next_ms(r)
@@ -101,7 +109,7 @@ def test_receive_batch_mixes_messages_received_before_with_new_ones(q, r):
     _next_ms(r)
     new = q.send_batch(['d', 'e'])
     t0 = redis_ms(r)
-    got = q.receive_batch(10, vt=60)
+    got = q.receive_batch(count, vt=60)
     # Oldest score first: c (never received), a and b (received before), then d and e.
     assert [(m.id, m.message, m.rc) for m in got] == [
         (old[2], 'c', 1), (old[0], 'a', 2), (old[1], 'b', 2), (new[0], 'd', 1), (new[1], 'e', 1),
@@ -187,6 +195,10 @@ def test_pop(q, r):
     assert fresh[0].fr >= m.fr
     assert r.hget('rsmq:jobs:Q', 'totalrecv') == '4'
     assert q.pop() is None and q.pop_batch(3) == []
+    assert [m.message for m in q.pop_batch(MIN_RSMQ_COUNT_FOR_CALLER_BODIES)] == []
+    q.send_batch(['d', 'e'])
+    assert [m.message for m in q.pop_batch(MIN_RSMQ_COUNT_FOR_CALLER_BODIES)] == ['d', 'e']
+    assert r.hget('rsmq:jobs:Q', 'totalrecv') == '6'
     assert set(r.hkeys('rsmq:jobs:Q')) == {'vt', 'delay', 'maxsize', 'created', 'modified', 'totalsent', 'totalrecv'}
 
 

@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from _differential import COMPARED, REFERENCE, Differential, containers
+from ferroq._limits import MIN_RSMQ_COUNT_FOR_CALLER_BODIES
 from ferroq.types import RsmqAttributes, RsmqMessage
 
 ID_RE = re.compile(r'[0-9a-z]{10}[A-Za-z0-9]{22}')
@@ -49,6 +50,8 @@ def scenario(c: Any, raw: redis.Redis) -> tuple[list[str], list[Any]]:
     log.append(poison.receive(vt=0))
     log.append(poison.receive(vt=0))  # received once already: moved to dead
     log.append(dead.receive(vt=100))
+    ids += dead.send_batch(['x1', 'x2'])
+    log.append(dead.receive_batch(MIN_RSMQ_COUNT_FOR_CALLER_BODIES, vt=100))  # reads the bodies itself
     log.append(q.set_attributes(vt=10, maxsize=-1))
     log.append(q.set_attributes(max_receives=0))
     log.append(other.attributes())
@@ -118,7 +121,7 @@ def test_reference_scenario_is_meaningful(redis_url, loop_thread):
     """What the reference run must leave, so that the comparison above compares something."""
     state, log = DIFFERENTIAL.run(REFERENCE, redis_url, 5, loop_thread)
     assert state['d1:QUEUES'] == ('set', ['dead', 'jobs', 'poison'])
-    assert state['d1:dead'] == ('zset', [['<10>', 100]])
+    assert state['d1:dead'] == ('zset', [['<10>', 100], ['<11>', 100], ['<12>', 100]])
     assert 'd1:poison' not in state  # its one message moved to dead
     assert state['d1:poison:Q'][1]['ferroq:dlq'] == 'dead'
     assert state['d1:jobs'] == ('zset', [['<0>', 60], ['<1>', 60], ['<3>', 0], ['<8>', 7200]])
@@ -128,3 +131,4 @@ def test_reference_scenario_is_meaningful(redis_url, loop_thread):
     assert [m[2] for m in log[0]] == ['m0', 'm1', 'm2']
     assert log[4:6] == [True, ['<2>', '<9>']]
     assert log[7:10] == [('RsmqMessage', '<10>', 'poison', 1), None, ('RsmqMessage', '<10>', 'poison', 1)]
+    assert log[10] == [('RsmqMessage', '<11>', 'x1', 1), ('RsmqMessage', '<12>', 'x2', 1)]

@@ -16,7 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferroq._limits import MAX_RSMQ_MAXSIZE, MAX_RSMQ_SECONDS, MIN_RSMQ_MAXSIZE, shown
+from ferroq._limits import (
+    MAX_RSMQ_MAXSIZE,
+    MAX_RSMQ_SECONDS,
+    MIN_RSMQ_COUNT_FOR_CALLER_BODIES,
+    MIN_RSMQ_MAXSIZE,
+    shown,
+)
 from ferroq.exceptions import (
     BatchError,
     InvalidArgument,
@@ -405,40 +411,78 @@ def receive(
 
 
 def _take(ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool) -> Plan[tuple[list[RsmqMessage], int, int]]:
-    """Up to ``count`` messages in script calls of at most chunk_size; (messages, now_ms, next_ms)."""
-    out: list[RsmqMessage] = []
+    """Up to ``count`` messages in script calls of at most chunk_size; (messages, now_ms, next_ms). A receive of
+    MIN_RSMQ_COUNT_FOR_CALLER_BODIES or more reads the bodies itself, after the last call (see receive-4)."""
+    caller_reads = not pop and count >= MIN_RSMQ_COUNT_FOR_CALLER_BODIES
+    taken: list[tuple[str, str, int, int]] = []  # id, body ('' until read), rc, fr
     now_ms = next_ms = -1
-    while len(out) < count:
-        want = min(count - len(out), ctx.chunk_size)
-        got, now_ms, next_ms = yield from _take_chunk(ctx, ref, want, vt_ms, pop)
-        out += got
+    while len(taken) < count:
+        want = min(count - len(taken), ctx.chunk_size)
+        got, now_ms, next_ms = yield from _take_chunk(ctx, ref, want, vt_ms, pop, caller_reads)
+        taken += got
         if len(got) < want:
             break
-    return out, now_ms, next_ms
+    if caller_reads and taken:
+        taken = yield from _with_bodies(ctx, ref, taken)
+    return [RsmqMessage(i, body, rc, fr, rsmq_sent(i)) for i, body, rc, fr in taken], now_ms, next_ms
 
 
 def _take_chunk(
-    ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool
-) -> Plan[tuple[list[RsmqMessage], int, int]]:
+    ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool, caller_reads: bool
+) -> Plan[tuple[list[tuple[str, str, int, int]], int, int]]:
     name = 'rsmq/receive-4'
     for _ in range(DLQ_TRIES):
         dlq = [keys.rsmq_queue(ref.ns, ref.dlq), keys.rsmq_hash(ref.ns, ref.dlq)] if ref.dlq else ref.pair
-        args = [str(count), vt_ms, '1' if pop else '0', f'{ref.ns}:']
+        args = [str(count), vt_ms, '1' if pop else '0', f'{ref.ns}:', '1' if caller_reads else '0']
         reply = yield from script(ctx, name, [*ref.pair, *dlq], args)
         if isinstance(reply, list) and len(reply) == 2 and reply[0] == 'dlq' and isinstance(reply[1], str):
             ref.dlq = reply[1]  # the queue's dead-letter queue: call again with its keys
             continue
         ok = _status(ctx, ref, name, reply)
         try:
-            _, now_ms, next_ms, items = ok
-            if len(items) % 4:
-                raise ValueError('not 4 values per message')
-            flat = iter(items)  # id, body, rc, fr of each message, one after the other
-            messages = [RsmqMessage(i, body, int(rc), int(fr), rsmq_sent(i)) for i, body, rc, fr in zip(*[flat] * 4)]
-            return messages, int(now_ms), int(next_ms)
+            _, now_ms, next_ms, out, again = ok
+            now_ms = int(now_ms)
+            # out: id, body of each message (its id alone when the caller reads the bodies); again: place (from
+            # 1), rc and fr of each one received before, the others having rc 1 and fr now_ms.
+            if caller_reads:
+                got = [[i, '', 1, now_ms] for i in out]
+            else:
+                if len(out) % 2:
+                    raise ValueError('not 2 values per message')
+                flat = iter(out)
+                got = [[i, body, 1, now_ms] for i, body in zip(flat, flat)]
+            if len(again) % 3:
+                raise ValueError('not 3 values per message received before')
+            flat = iter(again)
+            for k, rc, fr in zip(flat, flat, flat):
+                if not 1 <= int(k) <= len(got):
+                    raise ValueError(f'no message {k}')
+                got[int(k) - 1][2:] = int(rc), int(fr)
+            for m in got:
+                if not isinstance(m[0], str) or not isinstance(m[1], str):
+                    raise TypeError('an id or a body that is not a string')
+            return [(i, body, rc, fr) for i, body, rc, fr in got], now_ms, int(next_ms)
         except (TypeError, ValueError):
             raise reply_error(ctx, name, reply) from None
     raise reply_error(ctx, name, f'the dead-letter queue changed {DLQ_TRIES} times in a row')
+
+
+def _with_bodies(
+    ctx: Settings, ref: RsmqRef, taken: list[tuple[str, str, int, int]]
+) -> Plan[list[tuple[str, str, int, int]]]:
+    """The received messages with their bodies, read with one HMGET per chunk (one round trip). One whose body is
+    missing (a foreign or evicted write, or deleted since) is left out, and deleted, as receive-4 does with one
+    it sees."""
+    step = ctx.chunk_size
+    calls = [('HMGET', ref.pair[1], *(m[0] for m in taken[s : s + step])) for s in range(0, len(taken), step)]
+    replies = yield from send(ctx, calls, retry_drop=True)
+    bodies = [body for reply in replies for body in (reply if isinstance(reply, list) else [reply])]
+    if len(bodies) != len(taken):
+        raise reply_error(ctx, 'HMGET', replies)
+    missing = [m[0] for m, body in zip(taken, bodies) if body is None]
+    if missing:
+        yield from _delete(ctx, ref, missing)
+    return [(i, body, rc, fr) for (i, _, rc, fr), body in zip(taken, bodies) if body is not None]
 
 
 def delete(ctx: Settings, ref: RsmqRef, msg_id: str) -> Plan[bool]:
