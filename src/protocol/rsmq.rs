@@ -581,7 +581,7 @@ async fn take_once(pool: &Pool, q: &Queue, n: usize, vt_ms: &str, pop: bool, cal
 /// The received `messages` with their bodies, read with one `HMGET` per chunk (one round trip). A message
 /// whose body is missing (a foreign or evicted write, or deleted since) is left out, and deleted
 /// (`delete-2`), as the receive script does with one it sees.
-async fn with_bodies(pool: &Pool, q: &Queue, mut messages: Vec<Received>) -> Result<Vec<Received>> {
+async fn with_bodies(pool: &Pool, q: &Queue, messages: Vec<Received>) -> Result<Vec<Received>> {
     if messages.is_empty() {
         return Ok(messages);
     }
@@ -602,19 +602,20 @@ async fn with_bodies(pool: &Pool, q: &Queue, mut messages: Vec<Received>) -> Res
             messages.len()
         )));
     }
-    let mut missing = Vec::new();
-    for (m, body) in messages.iter_mut().zip(bodies) {
+    let (mut kept, mut missing) = (Vec::with_capacity(messages.len()), Vec::new());
+    for (mut m, body) in messages.into_iter().zip(bodies) {
         match opt_string(body)? {
-            Some(body) => m.message = body,
-            None => missing.push(m.id.clone()),
+            Some(body) => {
+                m.message = body;
+                kept.push(m);
+            }
+            None => missing.push(m.id),
         }
     }
-    if missing.is_empty() {
-        return Ok(messages);
+    if !missing.is_empty() {
+        delete_batch(pool, q, &missing).await?;
     }
-    delete_batch(pool, q, &missing).await?;
-    messages.retain(|m| !missing.contains(&m.id));
-    Ok(messages)
+    Ok(kept)
 }
 
 /// Up to `count` messages in calls of at most `chunk_size`, until a call returns fewer than asked. A receive

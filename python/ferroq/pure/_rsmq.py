@@ -414,7 +414,7 @@ def _take(ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool) -> Pla
     """Up to ``count`` messages in script calls of at most chunk_size; (messages, now_ms, next_ms). A receive of
     MIN_RSMQ_COUNT_FOR_CALLER_BODIES or more reads the bodies itself, after the last call (see receive-4)."""
     caller_reads = not pop and count >= MIN_RSMQ_COUNT_FOR_CALLER_BODIES
-    taken: list[tuple[str, str, int, int]] = []  # id, body ('' until read), rc, fr
+    taken: list[list[Any]] = []  # id, body ('' until read), rc, fr of each message
     now_ms = next_ms = -1
     while len(taken) < count:
         want = min(count - len(taken), ctx.chunk_size)
@@ -429,7 +429,7 @@ def _take(ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool) -> Pla
 
 def _take_chunk(
     ctx: Settings, ref: RsmqRef, count: int, vt_ms: str, pop: bool, caller_reads: bool
-) -> Plan[tuple[list[tuple[str, str, int, int]], int, int]]:
+) -> Plan[tuple[list[list[Any]], int, int]]:
     name = 'rsmq/receive-4'
     for _ in range(DLQ_TRIES):
         dlq = [keys.rsmq_queue(ref.ns, ref.dlq), keys.rsmq_hash(ref.ns, ref.dlq)] if ref.dlq else ref.pair
@@ -461,28 +461,31 @@ def _take_chunk(
             for m in got:
                 if not isinstance(m[0], str) or not isinstance(m[1], str):
                     raise TypeError('an id or a body that is not a string')
-            return [(i, body, rc, fr) for i, body, rc, fr in got], now_ms, int(next_ms)
+            return got, now_ms, int(next_ms)
         except (TypeError, ValueError):
             raise reply_error(ctx, name, reply) from None
     raise reply_error(ctx, name, f'the dead-letter queue changed {DLQ_TRIES} times in a row')
 
 
-def _with_bodies(
-    ctx: Settings, ref: RsmqRef, taken: list[tuple[str, str, int, int]]
-) -> Plan[list[tuple[str, str, int, int]]]:
+def _with_bodies(ctx: Settings, ref: RsmqRef, taken: list[list[Any]]) -> Plan[list[list[Any]]]:
     """The received messages with their bodies, read with one HMGET per chunk (one round trip). One whose body is
     missing (a foreign or evicted write, or deleted since) is left out, and deleted, as receive-4 does with one
     it sees."""
     step = ctx.chunk_size
     calls = [('HMGET', ref.pair[1], *(m[0] for m in taken[s : s + step])) for s in range(0, len(taken), step)]
     replies = yield from send(ctx, calls, retry_drop=True)
-    bodies = [body for reply in replies for body in (reply if isinstance(reply, list) else [reply])]
-    if len(bodies) != len(taken):
+    if not all(isinstance(reply, list) for reply in replies) or sum(map(len, replies)) != len(taken):
         raise reply_error(ctx, 'HMGET', replies)
-    missing = [m[0] for m, body in zip(taken, bodies) if body is None]
+    kept, missing = [], []
+    for m, body in zip(taken, (body for reply in replies for body in reply)):
+        if body is None:
+            missing.append(m[0])
+        else:
+            m[1] = body
+            kept.append(m)
     if missing:
         yield from _delete(ctx, ref, missing)
-    return [(i, body, rc, fr) for (i, _, rc, fr), body in zip(taken, bodies) if body is not None]
+    return kept
 
 
 def delete(ctx: Settings, ref: RsmqRef, msg_id: str) -> Plan[bool]:

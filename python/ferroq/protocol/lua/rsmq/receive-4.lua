@@ -82,8 +82,8 @@ while taken < count and moved < 1000 do
   if nids == 0 then
     break
   end
-  -- fields: <id>:rc of each candidate, or <id>, <id>:rc when the bodies are read here; rc_at: where a
-  -- candidate's <id>:rc is in it and in its HMGET reply (vals), one after its body when bodies are read.
+  -- fields: <id>:rc of each candidate, or <id>, <id>:rc when the bodies are read here; step: how many
+  -- fields each candidate has, so its <id>:rc is at step * i in fields and in their HMGET reply (vals).
   local fields, step = {}, caller_reads and 1 or 2
   if caller_reads then
     for i = 1, nids do
