@@ -81,10 +81,10 @@ limits! {
     /// Most keys (publish records) a client keeps for a later request to delete; beyond this
     /// many (callers on many threads at once) the newest are left to expire.
     MAX_DELETE_LATER: usize = 1024 => Int;
-    /// Fewest publish records a single publish deletes on its way (one `DEL` each, ahead of its script
-    /// call): they gather until this many wait. Any other request of the client, and its `close()`, takes
-    /// however many wait; one missed expires. A `DEL` riding with every single publish cost it 5-10% of its
-    /// time; gathered, a 64th of that.
+    /// Fewest publish records a single publish deletes on its way (one `DEL` of them all, ahead of its
+    /// script call): they gather until this many wait. Any other request of the client, and its `close()`,
+    /// takes however many wait; one missed expires. A `DEL` riding with every single publish cost it 5-10%
+    /// of its time; gathered, a command per 64 calls.
     MIN_DELETE_LATER: usize = 64 => Int;
 }
 

@@ -63,7 +63,7 @@ class Watched(NamedTuple):
     """A watched transaction, on a connection nobody else uses meanwhile (WATCH is per connection): ``WATCH key``
     and ``GET key`` in one round trip, then ``build(value)`` (the GET reply) gives the commands to run between
     ``MULTI`` and ``EXEC`` in one more round trip, or None to ``UNWATCH`` and run nothing. ``deletes``: keys
-    deleted ahead of the ``WATCH``, in its round trip (best effort, their replies dropped: the keys the client
+    deleted ahead of the ``WATCH`` by one ``DEL``, in its round trip (best effort, its reply dropped: the keys the client
     left to delete later, see :func:`ferroq.pure._send.send`).
 
     Reply: the list of EXEC's results (each a value or an exception); None when EXEC was aborted because ``key``

@@ -19,7 +19,7 @@ from ferroq import protocol
 from ferroq.exceptions import ConnectionFailed
 from ferroq.pure._errors import map_error, reply_error
 from ferroq.pure._requests import Call, Pipe, Plan, Sleep
-from ferroq.pure._settings import Settings
+from ferroq.pure._settings import Settings, deletes_of
 
 LOADING_WAIT = 10.0
 SHA = protocol.script_hashes()
@@ -48,12 +48,13 @@ def send(
     ``raw``: replies keep their strings as bytes (values that may not be UTF-8). ``repeated``: a True is
     appended to it when the commands were sent once more after a drop (the first attempt may still arrive).
 
-    The keys the client left to delete later (:class:`~ferroq.pure._settings.DeleteLater`) go first, one
-    ``DEL`` each, in the same round trip, once ``min_deletes`` of them wait; they are best effort (a key they
-    miss expires): their replies, errors included, are dropped. A request that fails (a dropped connection)
-    leaves them for the next one.
+    The keys the client left to delete later (:class:`~ferroq.pure._settings.DeleteLater`) go first, in one
+    ``DEL``, in the same round trip, once ``min_deletes`` of them wait; it is best effort (a key it misses
+    expires): its reply, an error included, is dropped. A request that fails (a dropped connection) leaves
+    them for the next one.
     """
-    deletes = [('DEL', key) for key in ctx.delete_later.take(min_deletes)]
+    left = ctx.delete_later.take(min_deletes)
+    deletes = deletes_of(left)
     commands = [*deletes, *commands]  # a NOSCRIPT round may replace EVALSHA calls with EVAL
     results: list[Any] = [None] * len(commands)
     pending = list(range(len(commands)))
@@ -72,7 +73,7 @@ def send(
                 if repeated is not None:
                     repeated.append(True)
                 continue
-            for _, key in deletes:  # not sent, or not known to be: left for the next request again
+            for key in left:  # not sent, or not known to be: left for the next request again
                 ctx.delete_later.add(key)
             raise map_error(reply, ctx)
         replies = [reply] if len(batch) == 1 else reply

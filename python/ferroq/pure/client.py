@@ -281,13 +281,13 @@ class Client(ClientState[Topic, RsmqQueue, Stream], SyncMode):
     @staticmethod
     def _transaction(conn: Any, request: _requests.Watched) -> Any:
         """WATCH + GET, then UNWATCH ([]) or MULTI ... EXEC (its results, or None when the key changed)."""
-        deletes = [('DEL', key) for key in request.deletes]
+        deletes = _settings.deletes_of(request.deletes)
         conn.send_packed_command(conn.pack_commands([*deletes, ('WATCH', request.key), ('GET', request.key)]))
         for _ in deletes:
             try:
                 conn.read_response()
             except redis.ResponseError:
-                pass  # best effort: a key a DEL misses expires
+                pass  # best effort: a key the DEL misses expires
         conn.read_response()
         commands = request.build(conn.read_response())
         if commands is None:
