@@ -26,7 +26,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Literal
 
 from ferroq import protocol
@@ -107,37 +106,14 @@ RULES: dict[Protocol, dict[RoleName, Role]] = {
 }
 
 _CALL = re.compile(r"""(?:redis\.p?call|call_in_slices)\(\s*['"]([A-Za-z]+)['"]""")
-_FUNCTION = re.compile(r'^local function (\w+)\(', re.MULTILINE)
 _PREFIX = re.compile(r'[A-Za-z0-9_.-]{0,128}')
 
 
 @cache
-def _prelude() -> str:
-    return (resources.files(protocol) / 'lua' / 'prelude.lua').read_text(encoding='utf-8')
-
-
-@cache
-def _prelude_functions() -> dict[str, str]:
-    prelude = _prelude()
-    starts = [(m.group(1), m.start()) for m in _FUNCTION.finditer(prelude)] + [('', len(prelude))]
-    return {name: prelude[start : starts[i + 1][1]] for i, (name, start) in enumerate(starts[:-1])}
-
-
-@cache
 def script_commands(name: str) -> frozenset[str]:
-    """The commands script ``name`` may call (its own and those of the prelude functions it uses), lower case."""
-    functions = _prelude_functions()
-    body = protocol.script_source(name)[len(_prelude()) :]
-    found: set[str] = set()
-    todo, seen = [body], set()
-    while todo:
-        text = todo.pop()
-        found.update(c.lower() for c in _CALL.findall(text))
-        for fn, source in functions.items():
-            if fn not in seen and re.search(rf'\b{fn}\(', text):
-                seen.add(fn)
-                todo.append(source)
-    return frozenset(found)
+    """The commands script ``name`` may call (its own and those of the prelude's helpers it is sent with), lower
+    case."""
+    return frozenset(c.lower() for c in _CALL.findall(protocol.script_source(name)))
 
 
 def commands(protocol_name: Protocol, role: RoleName) -> list[str]:

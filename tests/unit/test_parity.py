@@ -21,13 +21,50 @@ SOURCE_LUA = Path(__file__).resolve().parents[2] / 'python' / 'ferroq' / 'protoc
 
 
 def _lua_files(root: Path) -> dict[str, str]:
-    """SHA1 of each script as sent: the shared prelude followed by the script's file."""
-    prelude = (root / 'prelude.lua').read_bytes()
+    """SHA1 of each script as sent: the shared prelude's blocks it uses followed by the script's file."""
+    prelude = (root / 'prelude.lua').read_text(encoding='utf-8')
     return {
-        f'{f.parent.name}/{f.stem}': hashlib.sha1(prelude + f.read_bytes()).hexdigest()
+        f'{f.parent.name}/{f.stem}': hashlib.sha1(
+            protocol.with_helpers(prelude, f.read_text(encoding='utf-8')).encode()
+        ).hexdigest()
         for f in sorted(root.glob('*/*.lua'))
         if f.parent.name not in protocol.PYTHON_ONLY  # no Rust twin: benchmark baselines, the Spark connector's
     }
+
+
+#: A prelude of every kind of block; the Rust test ``scripts::tests::with_helpers_takes_the_blocks_used`` reads
+#: the same file and expects the same texts.
+PRELUDE = (Path(__file__).parent / 'prelude_blocks.lua').read_text(encoding='utf-8')
+BLOCK_A = '-- the first helper\nlocal function helper_a(x)\n  return x\n\nend\n\n'
+BLOCK_B = '-- the second: uses the third\nlocal function helper_b(x)\n  return helper_c(x) -- not helper_a: a comment\nend\n\n'
+BLOCK_C = (
+    '--[[ a long comment naming helper_a ]]\nlocal shared = {}\nlocal function helper_c(x)\n  shared[x] = true\nend\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    ('script', 'blocks'),
+    [
+        ('return 1\n', ''),
+        ('-- helper_a in a comment only\nreturn 1\n', ''),
+        ('--[[ helper_b ]] return helper_a(1)\n', BLOCK_A),
+        ('return helper_b(1)\n', BLOCK_B + BLOCK_C),
+        ('shared[1] = helper_a(2)\n', BLOCK_A + BLOCK_C),
+        ('return helper_a_longer()\n', 'local function helper_a_longer()\nend\n'),
+        ('return xhelper_a(1) or helper_a_(2)\n', ''),
+    ],
+)
+def test_scripts_are_sent_with_the_prelude_blocks_they_use(script, blocks):
+    assert protocol.with_helpers(PRELUDE, script) == blocks + script
+
+
+def test_every_script_gets_only_the_helpers_it_names():
+    # publish_one-3 uses call_in_slices alone; a script using none is sent as its file.
+    lua = SOURCE_LUA if SOURCE_LUA.is_dir() else Path(protocol.__file__).parent / 'lua'
+    one = protocol.script_source('rfq/publish_one-3')
+    assert 'local function call_in_slices' in one
+    assert one.count('local function') == 1
+    assert protocol.script_source('rsmq/create-3') == (lua / 'rsmq' / 'create-3.lua').read_text(encoding='utf-8')
 
 
 def test_native_and_python_load_the_same_scripts():

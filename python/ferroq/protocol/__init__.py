@@ -1,17 +1,19 @@
 """The wire protocols: key layout (:mod:`ferroq.protocol.keys`) and the Lua scripts.
 
 Every script lives once, as ``lua/<protocol>/<op>-<numkeys>.lua`` (``n`` in the key count means "one
-more key per item"), sent after the shared prelude ``lua/prelude.lua``. The Rust core embeds the same files with ``include_str!``; the pure client loads
-them from here. ``script_hashes()`` must equal ``ferroq._ferroq.script_hashes()``.
+more key per item"), sent after the helpers of the shared prelude ``lua/prelude.lua`` that it uses. The Rust
+core embeds the same files with ``include_str!`` and assembles them the same way (``src/scripts.rs``); the pure
+client loads them from here. ``script_hashes()`` must equal ``ferroq._ferroq.script_hashes()``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import cache
 from importlib import resources
 
-__all__ = ['script_hashes', 'script_names', 'script_source']
+__all__ = ['script_hashes', 'script_names', 'script_source', 'with_helpers']
 
 
 #: Script folders with no Rust twin: ``peers/`` holds other projects' scripts (benchmark baselines), ``spark/``
@@ -33,11 +35,52 @@ def script_names() -> tuple[str, ...]:
 
 @cache
 def script_source(name: str) -> str:
-    """The source of one script as sent to Redis (the prelude, then the script), by ``<protocol>/<op>-<numkeys>``
-    name."""
+    """The source of one script as sent to Redis (the prelude's helpers it uses, then the script), by
+    ``<protocol>/<op>-<numkeys>`` name."""
     proto, op = name.split('/')
     lua = resources.files(__package__) / 'lua'
-    return (lua / 'prelude.lua').read_text(encoding='utf-8') + (lua / proto / f'{op}.lua').read_text(encoding='utf-8')
+    return with_helpers(
+        lua.joinpath('prelude.lua').read_text(encoding='utf-8'), (lua / proto / f'{op}.lua').read_text(encoding='utf-8')
+    )
+
+
+#: A top-level definition of the prelude: ``local function name(`` or ``local name =``.
+_DEFINITION = re.compile(r'^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)', re.MULTILINE)
+_COMMENT = re.compile(r'--\[\[.*?\]\]|--[^\n]*', re.DOTALL)
+
+
+def with_helpers(prelude: str, script: str) -> str:
+    """``script`` after the prelude's blocks that it uses, directly or through another block, in the prelude's
+    order. Redis runs a script's whole text at every call, and each function defined there is a closure made
+    anew: the whole prelude before every script cost redis-server 12,000-14,000 instructions per call (a
+    single publish's script call made 69,000 in all), counted with callgrind.
+
+    A block starts, after an empty line (or at the file's first line), at a line that begins with ``--`` or
+    ``local ``, and runs to the next; it is used when its code (comments left out) or the script's names one
+    of its definitions. Blocks of comments only (the prelude's notes) are never sent. The Rust twin is
+    ``scripts::with_helpers``: both must give the same text, since the SHA is the script's name on the server.
+    """
+    lines = prelude.splitlines(keepends=True)
+    starts = [
+        i for i, line in enumerate(lines) if line.startswith(('--', 'local ')) and (i == 0 or not lines[i - 1].strip())
+    ]
+    blocks = [''.join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)])]
+    defined = [_DEFINITION.findall(block) for block in blocks]
+    used = [False] * len(blocks)
+    code = [_COMMENT.sub('', script)]
+    found = True
+    while found:
+        found = False
+        for k, names in enumerate(defined):
+            if not used[k] and names and any(_names(text, name) for text in code for name in names):
+                used[k] = found = True
+                code.append(_COMMENT.sub('', blocks[k]))
+    return ''.join(block for block, u in zip(blocks, used) if u) + script
+
+
+def _names(code: str, name: str) -> bool:
+    """Whether ``code`` has the identifier ``name`` (not as part of a longer one)."""
+    return re.search(rf'(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])', code) is not None
 
 
 def script_hashes() -> dict[str, str]:

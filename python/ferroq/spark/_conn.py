@@ -85,7 +85,7 @@ class Raw:
         return script
 
     def script(self, name: str, keys: list[str], args: list[Any], protocol: str = 'spark') -> Any:
-        """Runs ``lua/<protocol>/<name>.lua`` (after the shared prelude): EVALSHA, loading it when needed."""
+        """Runs ``lua/<protocol>/<name>.lua`` (after the prelude's helpers it uses): EVALSHA, loading it when needed."""
         script = self._script(f'{protocol}/{name}')
         return self.run(lambda _: script(keys=keys, args=args))
 

@@ -1,5 +1,7 @@
--- ferroq's Lua prelude: put before every script (by the Rust core and the pure client alike), so
--- helpers live in one place. It only defines locals; a script that does not use them is unchanged.
+-- ferroq's Lua prelude: helpers in one place. Each script is sent after the blocks of this file it uses
+-- (ferroq.protocol.with_helpers, and its Rust twin): a block starts, after an empty line, at a line that
+-- begins with `--` or `local `, and a script uses it when its code names one of the block's `local`
+-- definitions. Blocks of comments only, such as this one, are notes: never sent.
 
 -- unpack() fails past ~8000 values (Lua's C stack limit), so long argument lists go in slices of
 -- 1000 (an even number: field/value and score/member pairs stay whole). key nil: no key argument.
@@ -14,7 +16,11 @@ local function call_in_slices(command, key, list, first, last)
 end
 
 -- HMGET key fields..., in slices of 1000 fields: the values, in the order of fields (nil for a missing one).
+-- Up to 1000 fields (the usual call), HMGET's own reply: no copy of it.
 local function hmget_all(key, fields)
+  if #fields > 0 and #fields <= 1000 then
+    return redis.call('HMGET', key, unpack(fields))
+  end
   local vals = {}
   for i = 1, #fields, 1000 do
     local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))

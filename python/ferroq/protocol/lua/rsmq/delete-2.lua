@@ -54,9 +54,7 @@ else
     end
   end
 end
--- Up to 1000 ids (the usual call), HMGET's own reply: no copy of it. (Here, not in the prelude's hmget_all,
--- whose change would give every script a new SHA, and so new ACL rules to every user.)
-local rcs = n <= 1000 and redis.call('HMGET', KEYS[2], unpack(rc_fields)) or hmget_all(KEYS[2], rc_fields)
+local rcs = hmget_all(KEYS[2], rc_fields)
 local removed = 0
 for i = 1, n, 1000 do
   removed = removed + redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
