@@ -47,6 +47,8 @@ def script_source(name: str) -> str:
 #: A top-level definition of the prelude: ``local function name(`` or ``local name =``.
 _DEFINITION = re.compile(r'^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)', re.MULTILINE)
 _COMMENT = re.compile(r'--\[\[.*?\]\]|--[^\n]*', re.DOTALL)
+#: A line with its ``\n`` (the last one may lack it): only ``\n`` ends a line, as in the Rust twin.
+_LINE = re.compile(r'[^\n]*\n|[^\n]+')
 
 
 def with_helpers(prelude: str, script: str) -> str:
@@ -60,7 +62,7 @@ def with_helpers(prelude: str, script: str) -> str:
     of its definitions. Blocks of comments only (the prelude's notes) are never sent. The Rust twin is
     ``scripts::with_helpers``: both must give the same text, since the SHA is the script's name on the server.
     """
-    lines = prelude.splitlines(keepends=True)
+    lines = _LINE.findall(prelude)
     starts = [
         i for i, line in enumerate(lines) if line.startswith(('--', 'local ')) and (i == 0 or not lines[i - 1].strip())
     ]
