@@ -296,7 +296,7 @@ mod tests {
     }
 
     /// The same prelude and texts as the Python test `test_scripts_are_sent_with_the_prelude_blocks_they_use`.
-    const PRELUDE: &str = include_str!("../tests/unit/prelude_blocks.lua");
+    const PRELUDE: &str = include_str!("../python/ferroq/protocol/lua/fixtures/prelude_blocks.lua");
 
     #[test]
     fn with_helpers_takes_the_blocks_used() {

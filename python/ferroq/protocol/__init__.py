@@ -18,8 +18,9 @@ __all__ = ['script_hashes', 'script_names', 'script_source', 'with_helpers']
 
 #: Script folders with no Rust twin: ``peers/`` holds other projects' scripts (benchmark baselines), ``spark/``
 #: the Spark connector's own scripts, which only :mod:`ferroq.spark` sends (through redis-py), ``previous/`` the
-#: previous release's claim script and prelude, verbatim, which only the migration tests send (not in the wheel).
-PYTHON_ONLY = ('peers', 'previous', 'spark')
+#: previous release's claim script and prelude, verbatim, which only the migration tests send, ``fixtures/`` the
+#: tests' Lua texts, never sent (neither of the two is in the wheel).
+PYTHON_ONLY = ('fixtures', 'peers', 'previous', 'spark')
 
 
 @cache
