@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 __all__ = ['script_hashes', 'script_names', 'script_source', 'with_helpers']
@@ -50,6 +50,8 @@ _DEFINITION = re.compile(r'^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)', re.MU
 _COMMENT = re.compile(r'--\[\[.*?\]\]|--[^\n]*', re.DOTALL)
 #: A line with its ``\n`` (the last one may lack it): only ``\n`` ends a line, as in the Rust twin.
 _LINE = re.compile(r'[^\n]*\n|[^\n]+')
+#: A word of code: a name is used where a whole word equals it (not where it is part of a longer one).
+_WORD = re.compile(r'[A-Za-z0-9_]+')
 
 
 def with_helpers(prelude: str, script: str) -> str:
@@ -63,27 +65,34 @@ def with_helpers(prelude: str, script: str) -> str:
     of its definitions. Blocks of comments only (the prelude's notes) are never sent. The Rust twin is
     ``scripts::with_helpers``: both must give the same text, since the SHA is the script's name on the server.
     """
+    blocks = _prelude_blocks(prelude)
+    used = [False] * len(blocks)
+    words = _words(script)
+    found = True
+    while found:
+        found = False
+        for k, (_, names, block_words) in enumerate(blocks):
+            if not used[k] and not words.isdisjoint(names):
+                used[k] = found = True
+                words |= block_words
+    return ''.join(text for (text, _, _), u in zip(blocks, used) if u) + script
+
+
+@lru_cache(maxsize=4)
+def _prelude_blocks(prelude: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """The prelude's blocks (see :func:`with_helpers`), each with the names it defines and the words of its code:
+    cut once per prelude, not once per script (every script's SHA is computed at import)."""
     lines = _LINE.findall(prelude)
     starts = [
         i for i, line in enumerate(lines) if line.startswith(('--', 'local ')) and (i == 0 or not lines[i - 1].strip())
     ]
-    blocks = [''.join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)])]
-    defined = [_DEFINITION.findall(block) for block in blocks]
-    used = [False] * len(blocks)
-    code = [_COMMENT.sub('', script)]
-    found = True
-    while found:
-        found = False
-        for k, names in enumerate(defined):
-            if not used[k] and names and any(_names(text, name) for text in code for name in names):
-                used[k] = found = True
-                code.append(_COMMENT.sub('', blocks[k]))
-    return ''.join(block for block, u in zip(blocks, used) if u) + script
+    texts = [''.join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)])]
+    return tuple((text, frozenset(_DEFINITION.findall(text)), frozenset(_words(text))) for text in texts)
 
 
-def _names(code: str, name: str) -> bool:
-    """Whether ``code`` has the identifier ``name`` (not as part of a longer one)."""
-    return re.search(rf'(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])', code) is not None
+def _words(code: str) -> set[str]:
+    """The words of ``code`` with its comments left out."""
+    return set(_WORD.findall(_COMMENT.sub('', code)))
 
 
 def script_hashes() -> dict[str, str]:
